@@ -1,0 +1,40 @@
+# The two commands: `make demo` and `make test`. Each creates .venv if missing and installs what it
+# needs; re-runs only reinstall when pyproject.toml changed (stamp files).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_EXTRAS := llamacpp,search
+TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,dev
+# A portable llama.cpp build (AVX2 baseline): native builds pick up AMX/AVX-512 kernels that crash
+# with "Illegal instruction" on VMs which advertise but do not enable them.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+INDEX := $(HOME)/.cache/agentic-infer/indexes/wiki-vital-bm25
+
+.PHONY: demo test test-all lint bench clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[$(DEMO_EXTRAS)]"
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[$(TEST_EXTRAS)]"
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/python -m agentic_infer.demo
+
+test: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q
+
+test-all: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q -m "not gpu and not network"
+
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check .
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,148 @@
+"""A local transformers model (`hf:///path/to/model`, also GGUF: `hf:///dir?gguf_file=x.gguf`).
+
+Options: `device` (cpu | cuda | auto; default: cuda when available), `dtype` (auto | float32 |
+bfloat16 | float16), `gguf_file` (a GGUF file inside the directory, dequantised by transformers),
+`tokenizer` (a separate local tokenizer directory). Only local files are read (no hub downloads).
+
+Decoding is a plain token-by-token loop with the KV cache, sampling here (temperature, top-k,
+top-p, repetition penalty) so that streaming, cancellation, stop strings and untempered top-k
+logprobs behave exactly as in the other backends. One sequence at a time; for throughput on a GPU
+use the vLLM backend.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentic_infer.backends.base import BaseLLM, thread_tokens
+from agentic_infer.backends.chat_template import ChatTemplate
+from agentic_infer.errors import ConfigError, ContextLengthError
+from agentic_infer.types import Message, SamplingParams, TokenLogprob, TopLogprob
+
+
+class HFTokenizer:
+    def __init__(self, hf: Any):
+        self.hf = hf
+
+    def encode(self, text: str) -> list[int]:
+        return self.hf.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.hf.decode(list(ids))
+
+
+def _pick(logits: Any, params: SamplingParams, prev: Sequence[int], generator: Any) -> int:
+    """Sample one token id from raw logits with the HF-style processors (penalty, temperature, top-k, top-p)."""
+    import torch
+
+    x = logits.float().clone()
+    if params.repetition_penalty != 1.0 and prev:
+        idx = torch.tensor(sorted(set(prev)), device=x.device)
+        vals = x[idx]
+        x[idx] = torch.where(vals > 0, vals / params.repetition_penalty, vals * params.repetition_penalty)
+    if params.greedy:
+        return int(torch.argmax(x))
+    x = x / params.temperature
+    if params.top_k > 0:
+        kth = torch.topk(x, min(params.top_k, x.numel())).values[-1]
+        x[x < kth] = -float("inf")
+    if params.top_p < 1.0:
+        sorted_x, order = torch.sort(x, descending=True)
+        cum = torch.softmax(sorted_x, -1).cumsum(-1)
+        drop = cum - torch.softmax(sorted_x, -1) > params.top_p
+        x[order[drop]] = -float("inf")
+    probs = torch.softmax(x, -1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+class HFLLM(BaseLLM):
+    """A transformers causal LM run locally (CPU or GPU)."""
+
+    name = "hf"
+    max_concurrency = 1
+
+    def __init__(self, path: str, *, device: str = "auto", dtype: str = "auto", gguf_file: str | None = None,
+                 tokenizer: str | None = None):
+        super().__init__()
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise ConfigError("the hf backend needs transformers and torch: pip install 'agentic-infer[hf]'") from e
+        if not Path(path).exists():
+            raise ConfigError(f"hf model path {path!r} does not exist; pass a local directory (hub names are "
+                              "not downloaded)")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtypes = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+        if dtype not in dtypes:
+            raise ConfigError(f"dtype={dtype!r}: must be one of {sorted(dtypes)}")
+        kw: dict[str, Any] = {"local_files_only": True}
+        if gguf_file:
+            kw["gguf_file"] = gguf_file
+        self._hf_tok = AutoTokenizer.from_pretrained(tokenizer or path, **kw)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtypes[dtype], **kw).to(device).eval()
+        self.device = device
+        self.context_length = int(getattr(self.model.config, "max_position_embeddings", 0) or 0) or None
+        self._tokenizer = HFTokenizer(self._hf_tok)
+        self._template = ChatTemplate(self._hf_tok.chat_template or _chatml(),
+                                      bos_token=self._hf_tok.bos_token or "", eos_token=self._hf_tok.eos_token or "")
+        eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        self._eos = {int(e) for e in eos} | ({self._hf_tok.eos_token_id} if self._hf_tok.eos_token_id is not None else set())
+        self._lock = threading.Lock()
+
+    @property
+    def tokenizer(self) -> HFTokenizer:
+        return self._tokenizer
+
+    def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        return self._template.render(messages, add_generation_prompt=add_generation_prompt)
+
+    def _run(self, ids: list[int], params: SamplingParams, seed: int, emit: Any, cancelled: threading.Event) -> None:
+        import torch
+
+        if self.context_length and len(ids) + 1 > self.context_length:
+            raise ContextLengthError(f"prompt of {len(ids)} tokens does not fit the model's {self.context_length}")
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        k = params.logprobs
+        cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        with self._lock, torch.inference_mode():
+            past = None
+            inp = torch.tensor([ids], device=self.device)
+            prev = list(ids)
+            for _ in range(params.max_tokens):
+                if cancelled.is_set():
+                    return
+                out = self.model(input_ids=inp, use_cache=True, **{cache_arg: past})
+                past = getattr(out, "cache", None) or out.past_key_values
+                logits = out.logits[0, -1]
+                tok = _pick(logits, params, prev, gen)
+                if tok in self._eos:
+                    return
+                if k is None:
+                    lp = TokenLogprob(tok, "", float("nan"))
+                else:
+                    logp = torch.log_softmax(logits.float(), -1)
+                    top = torch.topk(logp, k) if k > 0 else None
+                    alts = () if top is None else tuple(
+                        TopLogprob(self._hf_tok.decode([int(i)]), float(v), int(i))
+                        for v, i in zip(top.values.tolist(), top.indices.tolist()))
+                    lp = TokenLogprob(tok, self._hf_tok.decode([tok]), float(logp[tok]), alts)
+                emit((self._hf_tok.decode([tok]), lp))
+                prev.append(tok)
+                inp = torch.tensor([[tok]], device=self.device)
+
+    def _stream_tokens(self, prompt, params, seed, cancelled) -> AsyncIterator[tuple[Any, Any]]:
+        ids = self._tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        return thread_tokens(lambda emit, flag: self._run(ids, params, seed, emit, flag), "transformers")
+
+
+def _chatml() -> str:
+    from agentic_infer.backends.chat_template import CHATML
+
+    return CHATML

@@ -1,0 +1,69 @@
+"""The embedded backend really generates: determinism, logprobs, stops, streaming, n, errors."""
+
+import math
+
+import pytest
+
+from agentic_infer.errors import ContextLengthError
+from agentic_infer.types import Message, SamplingParams
+
+GREEDY = SamplingParams(max_tokens=24, temperature=0, logprobs=5)
+
+
+@pytest.fixture(scope="module")
+def prompt(embedded_llm):
+    return embedded_llm.render([Message("user", "What is the capital of France?")])
+
+
+async def test_greedy_is_deterministic_with_finite_logprobs(embedded_llm, prompt):
+    [a] = await embedded_llm.generate(prompt, GREEDY)
+    [b] = await embedded_llm.generate(prompt, GREEDY)
+    assert a.text == b.text and a.token_ids == b.token_ids
+    assert len(a.token_ids) == 24 or a.finish_reason == "stop"
+    assert len(a.logprobs) == len(a.token_ids) > 0
+    for lp in a.logprobs:
+        assert math.isfinite(lp.logprob) and lp.logprob <= 0
+        assert len(lp.top) == 5
+        assert lp.top[0].token_id == lp.token_id  # greedy picks the argmax
+        assert [t.logprob for t in lp.top] == sorted((t.logprob for t in lp.top), reverse=True)
+    assert embedded_llm.tokenizer.decode(a.token_ids) == a.text
+
+
+async def test_stop_strings_cut_where_they_should(embedded_llm, prompt):
+    [full] = await embedded_llm.generate(prompt, GREEDY)
+    word = full.text.split()[2]  # a word the greedy continuation is known to produce
+    [cut] = await embedded_llm.generate(prompt, GREEDY.replace(stop=("never-said", word)))
+    assert cut.finish_reason == "stop" and cut.stop_reason == word
+    assert cut.text == full.text[: full.text.index(word)]
+    assert len(cut.token_ids) < len(full.token_ids)  # generation really stopped there
+    [kept] = await embedded_llm.generate(prompt, GREEDY.replace(stop=(word,), include_stop=True))
+    assert kept.text == cut.text + word
+
+
+async def test_length_finish_and_sampling_seeds(embedded_llm, prompt):
+    [c] = await embedded_llm.generate(prompt, SamplingParams(max_tokens=3, temperature=0))
+    assert c.finish_reason == "length" and len(c.token_ids) == 3 and c.logprobs is None
+    hot = SamplingParams(max_tokens=12, temperature=1.0, n=2, seed=7)
+    first = [c.text for c in await embedded_llm.generate(prompt, hot)]
+    again = [c.text for c in await embedded_llm.generate(prompt, hot)]
+    assert first == again  # seeded sampling is reproducible
+
+
+async def test_stream_matches_generate_and_cancels(embedded_llm, prompt):
+    [c] = await embedded_llm.generate(prompt, GREEDY)
+    deltas = [d async for d in embedded_llm.stream(prompt, GREEDY)]
+    assert "".join(d.text for d in deltas) == c.text
+    assert [d.token.token_id for d in deltas if d.token] == c.token_ids
+    seen = 0
+    async for _ in embedded_llm.stream(prompt, SamplingParams(max_tokens=200, temperature=0)):
+        seen += 1
+        if seen == 3:
+            break
+    # the model is free again at once: a new generation works
+    [again] = await embedded_llm.generate(prompt, GREEDY)
+    assert again.text == c.text
+
+
+async def test_context_length_error(embedded_llm):
+    with pytest.raises(ContextLengthError, match="n_ctx"):
+        await embedded_llm.generate("word " * 5000, SamplingParams(max_tokens=4))
