@@ -1,0 +1,63 @@
+"""`make demo`: the Search-o1 agent with the embedded SmolLM2 over the embedded Wikipedia corpus.
+
+Builds the BM25 index over the 10,033 Wikipedia Vital Articles leads once (cached), then runs
+Search-o1 with Reason-in-Documents on a few questions and prints each trajectory: the model's
+reasoning, its queries, the retrieved titles, the information inserted, and the answer.
+
+SmolLM2-135M is tiny: shown only the instruction it answers from memory, so the demo adds a
+worked example and opens its turn with a search tag (`assistant_prefix`); after that it writes its
+own queries, reads what Reason-in-Documents extracted, and answers (often wrongly). A larger model (e.g. `--backend openai://HOST:PORT/v1?model=Qwen2.5-7B-Instruct`
+on vLLM) follows the instruction without the example and chains several searches per question.
+
+    python -m agentic_infer.demo [--backend URI] [--question TEXT ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from rich.console import Console
+
+from agentic_infer.backends import load_llm
+from agentic_infer.cli.agents import ensure_default_index, print_trajectory
+from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+from agentic_infer.tools.retrieval.index import load_index
+
+QUESTIONS = [
+    "What is the capital of the country where the Eiffel Tower is located?",
+    "Which ocean lies between Africa and Australia?",
+    "Who painted the Mona Lisa?",
+]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="llamacpp://default")
+    ap.add_argument("--question", action="append", help="ask this instead (repeatable)")
+    ap.add_argument("--max-searches", type=int, default=3)
+    args = ap.parse_args(argv)
+    console = Console()
+    t0 = time.perf_counter()
+    retriever = load_index(ensure_default_index(console))
+    console.print(f"[dim]index ready ({len(retriever)} passages) in {time.perf_counter() - t0:.1f}s; "
+                  f"loading {args.backend}[/dim]")
+    llm = load_llm(args.backend)
+    engine = SearchO1(llm, retriever, max_searches=args.max_searches, top_k=3, max_turns=6, worked_example=True,
+                      assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,
+                      rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=128, seed=0),
+                      sampling=DEFAULT_SAMPLING.replace(max_tokens=256, seed=0),
+                      max_total_tokens=1024)
+    questions = args.question or QUESTIONS
+    trajs = asyncio.run(engine.run_many([{"question": q} for q in questions], concurrency=1,
+                                        scheduler="sequential", progress=False))
+    for traj in trajs:
+        print_trajectory(console, traj)
+    searches = sum(t.usage.tool_calls for t in trajs)
+    console.print(f"\n[bold]{len(trajs)} questions, {searches} searches, "
+                  f"{time.perf_counter() - t0:.0f}s in all[/bold]")
+
+
+if __name__ == "__main__":
+    main()

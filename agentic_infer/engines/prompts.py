@@ -1,0 +1,78 @@
+"""Instructions for the search and code agents, one per dialect (our wording; the tags are the references').
+
+Placeholders: `{max_actions}`, and `{question}` in the question templates. `WORKED_EXAMPLES`
+holds a short demonstration per dialect that small models need before they use a tool at all.
+"""
+
+from __future__ import annotations
+
+SEARCH_INSTRUCTIONS = {
+    "search_o1": (
+        "You are a reasoning assistant that can search a knowledge base to answer questions accurately.\n\n"
+        "To search, write <|begin_search_query|> your query <|end_search_query|>. The system then reads the "
+        "matching documents and gives you the useful facts as <|begin_search_result|> ... "
+        "<|end_search_result|>.\n\n"
+        "You may search several times, at most {max_actions} times. Search for one fact at a time. When you "
+        "know enough, continue reasoning and give the final answer as \\boxed{{ANSWER}}."
+    ),
+    "search_r1": (
+        "Answer the question. Think step by step inside <think> and </think>. Whenever you lack a fact, search "
+        "for it with <search> query </search>; the results appear between <information> and </information>. "
+        "Search as often as you need. When you know the answer, write it inside <answer> and </answer>, "
+        "without explanation."
+    ),
+    "r1_searcher": (
+        "Answer the question. Think inside <think> and </think>. To look something up, write "
+        "<|begin_of_query|> keywords <|end_of_query|>; the documents appear between <|begin_of_documents|> "
+        "and <|end_of_documents|>. Give the final answer inside <answer> and </answer>."
+    ),
+    "asearcher": (
+        "Answer the question. Search with <search> query </search>; results appear between <information> "
+        "and </information>, each with a document id. Read a whole document with <access> id </access>. "
+        "Give the final answer inside <answer> and </answer>."
+    ),
+    "tool_calls": (
+        "Answer the question. You can call tools by writing <tool_call>{{\"name\": TOOL, \"arguments\": "
+        "{{...}}}}</tool_call>; results appear between <tool_response> and </tool_response>. Give the final "
+        "answer inside <answer> and </answer>."
+    ),
+}
+
+QUESTION_TEMPLATE = "Question: {question}"
+
+WORKED_EXAMPLES = {
+    "search_o1": (
+        "Example:\n"
+        "Question: In which country is the city where the Eiffel Tower stands?\n"
+        "Answer: I need to find the city of the Eiffel Tower.\n"
+        "<|begin_search_query|>Eiffel Tower city<|end_search_query|>\n\n"
+        "<|begin_search_result|>The Eiffel Tower is in Paris.<|end_search_result|>\n\n"
+        "Now I need the country of Paris.\n"
+        "<|begin_search_query|>Paris country<|end_search_query|>\n\n"
+        "<|begin_search_result|>Paris is the capital of France.<|end_search_result|>\n\n"
+        "The Eiffel Tower is in Paris, which is in France. \\boxed{France}"
+    ),
+    "search_r1": (
+        "Example:\nQuestion: Who wrote the novel that the film Blade Runner is based on?\n"
+        "<think>I need the novel behind Blade Runner.</think>\n<search>Blade Runner film based on novel</search>\n\n"
+        "<information>Doc 1(Title: Blade Runner) Blade Runner is based on the novel Do Androids Dream of "
+        "Electric Sheep? by Philip K. Dick.</information>\n\n<answer>Philip K. Dick</answer>"
+    ),
+}
+
+TIR_INSTRUCTIONS = {
+    "tir": (
+        "Solve the problem step by step. You may write Python code in a ```python ... ``` block; it is run "
+        "and its output is shown in a ```output ... ``` block. Use print() to see values. You can run code "
+        "at most {max_actions} times. Put the final answer in \\boxed{{}}."
+    ),
+    "artist": (
+        "Solve the problem. Think inside <think> and </think>. Run Python by writing <python> code "
+        "</python>; the result appears in <output> ... </output>. Use print() to see values. Give the final "
+        "answer inside <answer> and </answer>."
+    ),
+}
+
+SEARCH_LIMIT_MESSAGE = "The maximum search limit is exceeded. You are not allowed to search."
+SEARCH_REPEAT_MESSAGE = "You have searched this query. Please refer to previous results."
+TOOL_BUDGET_MESSAGE = "The tool-call budget is exhausted; no more code will be run. Give your final answer now."

@@ -1,0 +1,1 @@
+"""Optional integrations with other frameworks (each imports its framework lazily): `langgraph`."""
