@@ -1,0 +1,343 @@
+"""Judges and verifiers: one `score(question, prediction, reference) -> Verdict` for eval, synth and RL.
+
+    judge = EquivalenceJudge(llm, cache="~/.cache/agentic-infer/judge.sqlite", samples=3)
+    v = await judge.score("Who wrote Hamlet?", "Shakespeare", "William Shakespeare")
+    v.label, v.score, v.reason              # "CORRECT", 1.0, "same person"
+    verdicts = await judge.score_many([(q, p, g), ...], concurrency=8)
+
+- `EquivalenceJudge`: binary "is the prediction semantically equivalent to the gold answer?" with a
+  JSON verdict (Chain-of-Agents / ASearcher style); labels CORRECT / INCORRECT; over-long
+  predictions are cut in the middle (`max_prediction_chars`).
+- `SimpleQAGrader`: CORRECT / INCORRECT / NOT_ATTEMPTED with the anchored `parse_simpleqa_grade`.
+- `RubricJudge`: a 1-10 rating with reasons (tree search values, synth filters); `score` is the
+  mean rating, `label` its rounded value.
+- `MetricJudge`: the rule-based verifiers of `eval.metrics` (exact match, F1, cover-EM, math_equal)
+  behind the same interface.
+
+The LLM judges share `LLMJudge`: self-consistency over `samples` outputs (majority label, `score` =
+share of CORRECT votes, or the mean rating), a persistent SQLite cache keyed by judge model +
+prompt + sampling settings (a hit makes no backend call), retries of retryable `BackendError`s
+with exponential backoff, re-sampling when no output parses (`parse_retries`), and `score_many`
+batching with bounded concurrency. When nothing parses the verdict is label "INVALID", score 0.0,
+with the raw outputs kept in `samples` (and logged), never a silent pass.
+Prompts are ours (the reference prompts' facts, not their prose). Parsers: `judge_parse`.
+Not covered: pairwise preference judges, logprob-based scoring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from agentic_infer.backends.base import LLM
+from agentic_infer.engines.judge_cache import JudgeCache
+from agentic_infer.engines.judge_parse import (
+    parse_equivalence,
+    parse_rubric_score,
+    parse_simpleqa_grade,
+    truncate_middle,
+)
+from agentic_infer.errors import AgenticError, BackendError, ConfigError
+from agentic_infer.types import Message, SamplingParams
+
+log = logging.getLogger(__name__)
+
+INVALID = "INVALID"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judgement: `label` (e.g. CORRECT), `score` (1/0, a share of votes, or a 1-10 rating), `reason`."""
+
+    label: str
+    score: float
+    reason: str = ""
+    samples: tuple[str, ...] = ()
+    cached: bool = False
+
+    @property
+    def correct(self) -> bool:
+        return self.label == "CORRECT"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "score": self.score, "reason": self.reason, "samples": list(self.samples),
+                "cached": self.cached}
+
+
+@runtime_checkable
+class Judge(Protocol):
+    async def score(self, question: str, prediction: str | None, reference: str | None = None) -> Verdict: ...
+
+
+JudgeItem = tuple[str, str | None, str | None] | Mapping[str, Any]
+
+
+def _unpack(item: JudgeItem) -> tuple[str, str | None, str | None]:
+    if isinstance(item, Mapping):
+        return item["question"], item.get("prediction"), item.get("reference", item.get("answer"))
+    q, p, *rest = item
+    return q, p, (rest[0] if rest else None)
+
+
+async def score_many(judge: Judge, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
+    """Score many (question, prediction, reference) items, `concurrency` at a time, in input order."""
+    if concurrency < 1:
+        raise ConfigError(f"score_many: concurrency={concurrency!r} must be >= 1")
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(item: JudgeItem) -> Verdict:
+        async with sem:
+            return await judge.score(*_unpack(item))
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+def _model_id(llm: LLM) -> str:
+    for attr in ("model_id", "model", "model_path", "path"):
+        v = getattr(llm, attr, None)
+        if isinstance(v, (str, os.PathLike)):
+            return f"{llm.name}:{v}"
+    return str(getattr(llm, "name", type(llm).__name__))
+
+
+class LLMJudge:
+    """Shared machinery of the LLM judges (see the module docstring). Subclasses set the prompt and parser."""
+
+    system_prompt = "You are a careful, impartial grader."
+
+    def __init__(self, llm: LLM, *, model: str | None = None, samples: int = 1, temperature: float | None = None,
+                 max_tokens: int = 512, cache: JudgeCache | str | os.PathLike[str] | None = None,
+                 max_retries: int = 3, backoff_s: float = 1.0, parse_retries: int = 1,
+                 max_prediction_chars: int = 4000, seed: int | None = None):
+        if samples < 1:
+            raise ConfigError(f"{type(self).__name__}: samples={samples!r} must be >= 1")
+        if max_retries < 0 or parse_retries < 0:
+            raise ConfigError(f"{type(self).__name__}: max_retries={max_retries!r} and parse_retries="
+                              f"{parse_retries!r} must be >= 0")
+        self.llm = llm
+        self.model = model or _model_id(llm)
+        self.samples = samples
+        self.temperature = (0.0 if samples == 1 else 0.7) if temperature is None else temperature
+        self.params = SamplingParams(max_tokens=max_tokens, temperature=self.temperature, n=samples, seed=seed)
+        self.cache = JudgeCache(cache) if isinstance(cache, (str, Path, os.PathLike)) else cache
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.parse_retries = parse_retries
+        self.max_prediction_chars = max_prediction_chars
+        self.calls = 0  # backend calls made (cache hits make none)
+
+    # -- subclass hooks ---------------------------------------------------------------------------
+    def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        raise NotImplementedError
+
+    def parse(self, text: str) -> Any:
+        """One output -> a parsed vote, or None when it holds no verdict."""
+        raise NotImplementedError
+
+    def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
+        raise NotImplementedError
+
+    # -- machinery --------------------------------------------------------------------------------
+    def messages(self, question: str, prediction: str | None, reference: str | None) -> list[Message]:
+        pred = truncate_middle(prediction or "", self.max_prediction_chars)
+        return [Message("system", self.system_prompt), Message("user", self.user_prompt(question, pred, reference))]
+
+    def _prompt_text(self, msgs: list[Message]) -> tuple[Any, str]:
+        try:
+            text = self.llm.render(msgs)
+            return text, text
+        except AgenticError:
+            return msgs, "\n\n".join(f"[{m.role}]\n{m.content}" for m in msgs)
+
+    async def _generate(self, prompt: Any) -> list[str]:
+        attempt = 0
+        while True:
+            try:
+                self.calls += 1
+                return [c.text for c in await self.llm.generate(prompt, self.params)]
+            except BackendError as e:
+                if not e.retryable or attempt >= self.max_retries:
+                    raise
+                delay = self.backoff_s * (2 ** attempt)
+                attempt += 1
+                log.warning("%s: backend error (%s); retry %d/%d in %.1f s", type(self).__name__, e, attempt,
+                            self.max_retries, delay)
+                await asyncio.sleep(delay)
+
+    async def score(self, question: str, prediction: str | None, reference: str | None = None) -> Verdict:
+        prompt, text = self._prompt_text(self.messages(question, prediction, reference))
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(model=self.model, prompt=text,
+                                 params={"n": self.samples, "temperature": self.temperature,
+                                         "max_tokens": self.params.max_tokens, "seed": self.params.seed})
+            hit = self.cache.get(key)
+            if hit is not None:
+                parsed = [(p, o) for o in hit if (p := self.parse(o)) is not None]
+                if parsed:
+                    v = self.aggregate(parsed, hit)
+                    return Verdict(v.label, v.score, v.reason, v.samples, cached=True)
+        outputs: list[str] = []
+        parsed: list[tuple[Any, str]] = []
+        for _ in range(1 + self.parse_retries):
+            new = await self._generate(prompt)
+            outputs += new
+            parsed += [(p, o) for o in new if (p := self.parse(o)) is not None]
+            if parsed:
+                break
+        if not parsed:
+            log.warning("%s: no parseable verdict in %d outputs, e.g. %r", type(self).__name__, len(outputs),
+                        outputs[-1][:200] if outputs else "")
+            return Verdict(INVALID, 0.0, "no parseable verdict in the judge's output", tuple(outputs))
+        if self.cache is not None and key is not None:
+            self.cache.put(key, self.model, text, outputs)
+        return self.aggregate(parsed, outputs)
+
+    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
+        return await score_many(self, items, concurrency=concurrency)
+
+
+def _majority(labels: Sequence[str]) -> str:
+    counts = Counter(labels)
+    best = max(counts.values())
+    return next(lab for lab in labels if counts[lab] == best)  # ties: the first seen
+
+
+class EquivalenceJudge(LLMJudge):
+    """Is the prediction semantically equivalent to the gold answer? CORRECT / INCORRECT from a JSON verdict."""
+
+    def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        if reference is None:
+            raise ConfigError("EquivalenceJudge.score needs a reference (gold) answer")
+        return (
+            "Decide whether the predicted answer means the same thing as the gold answer for this question. "
+            "Ignore differences of wording, formatting, capitalisation, units written differently, and extra "
+            "detail that does not contradict the gold answer. A prediction that hedges between several answers "
+            "or gives a different entity, number or date is not equivalent.\n\n"
+            f"Question: {question}\nGold answer: {reference}\nPredicted answer: {prediction}\n\n"
+            'Reply with one JSON object and nothing else: {"reason": "<one sentence>", "equivalent": true|false}'
+        )
+
+    def parse(self, text: str) -> tuple[bool, str] | None:
+        return parse_equivalence(text)
+
+    def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
+        yes = [p for p, _ in parsed if p[0]]
+        share = len(yes) / len(parsed)
+        label = "CORRECT" if share > 0.5 else "INCORRECT"
+        reason = next((p[1] for p, _ in parsed if p[0] == (label == "CORRECT")), "")
+        return Verdict(label, share, reason, tuple(outputs))
+
+
+class SimpleQAGrader(LLMJudge):
+    """SimpleQA's three grades: CORRECT / INCORRECT / NOT_ATTEMPTED; `score` = share of CORRECT votes."""
+
+    def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        if reference is None:
+            raise ConfigError("SimpleQAGrader.score needs a reference (gold target)")
+        return (
+            "Grade a predicted answer against the gold target.\n"
+            "- CORRECT: the prediction contains the gold target's meaning fully and contradicts nothing in it "
+            "(extra correct detail, different wording, and hedging that still commits to the right answer are "
+            "fine; numbers must match to the precision of the gold target).\n"
+            "- INCORRECT: the prediction states something that contradicts the gold target, or commits to "
+            "several candidate answers one of which is wrong.\n"
+            "- NOT_ATTEMPTED: the prediction does not give the gold target's information and does not contradict "
+            "it (e.g. 'I don't know', a refusal, or an answer that is only partly there without any wrong "
+            "statement).\n\n"
+            f"Question: {question}\nGold target: {reference}\nPredicted answer: {prediction}\n\n"
+            "Explain in one or two sentences, then end with a final line exactly of the form "
+            "'Grade: CORRECT', 'Grade: INCORRECT' or 'Grade: NOT_ATTEMPTED'."
+        )
+
+    def parse(self, text: str) -> str | None:
+        return parse_simpleqa_grade(text)
+
+    def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
+        labels = [p for p, _ in parsed]
+        label = _majority(labels)
+        reason = next(o for p, o in parsed if p == label).strip()
+        return Verdict(label, labels.count("CORRECT") / len(labels), reason[-500:], tuple(outputs))
+
+
+class RubricJudge(LLMJudge):
+    """A 1-10 rating with reasons; `rubric` adds task-specific criteria. `score` = the mean rating."""
+
+    def __init__(self, llm: LLM, *, rubric: str | None = None, **kw: Any):
+        super().__init__(llm, **kw)
+        self.rubric = rubric
+
+    def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        ref = f"Reference answer: {reference}\n" if reference else ""
+        crit = f"Criteria: {self.rubric}\n" if self.rubric else ""
+        return (
+            "Rate the response to the task on a scale from 1 (useless or wrong) to 10 (correct, complete and "
+            "well reasoned).\n"
+            f"{crit}\nTask: {question}\n{ref}Response: {prediction}\n\n"
+            "Give your reasons briefly, then end with a final line of the form 'Score: N' (N an integer 1-10)."
+        )
+
+    def parse(self, text: str) -> float | None:
+        return parse_rubric_score(text)
+
+    def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
+        scores = [p for p, _ in parsed]
+        mean = sum(scores) / len(scores)
+        reason = parsed[0][1].strip()
+        return Verdict(str(int(round(mean))), mean, reason[-1000:], tuple(outputs))
+
+
+class MetricJudge:
+    """A rule-based verifier from `eval.metrics` behind the Judge interface (no LLM).
+
+    metric: "exact_match" | "f1" | "cover_exact_match" | "math_equal"; the label is CORRECT when the
+    score reaches `threshold` (default 1.0; e.g. 0.5 for F1).
+    """
+
+    METRICS = ("exact_match", "f1", "cover_exact_match", "math_equal")
+
+    def __init__(self, metric: str = "exact_match", *, threshold: float = 1.0, math_timeout_s: float = 5.0):
+        if metric not in self.METRICS:
+            raise ConfigError(f"MetricJudge: metric={metric!r}; choose one of {self.METRICS}")
+        self.metric = metric
+        self.threshold = threshold
+        self.math_timeout_s = math_timeout_s
+
+    async def score(self, question: str, prediction: str | None, reference: str | Sequence[str] | None = None) -> Verdict:
+        from eval import metrics as m
+
+        if reference is None:
+            raise ConfigError("MetricJudge.score needs a reference answer")
+        if self.metric == "math_equal":
+            ok = await asyncio.to_thread(m.math_equal, prediction, reference, timeout_s=self.math_timeout_s)
+            s = float(ok)
+        else:
+            fn = {"exact_match": m.exact_match, "f1": m.f1_score, "cover_exact_match": m.cover_exact_match}[self.metric]
+            s = fn(prediction, reference)
+        return Verdict("CORRECT" if s >= self.threshold else "INCORRECT", s, self.metric)
+
+    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
+        return await score_many(self, items, concurrency=concurrency)
+
+
+__all__ = [
+    "INVALID",
+    "EquivalenceJudge",
+    "Judge",
+    "JudgeCache",
+    "LLMJudge",
+    "MetricJudge",
+    "RubricJudge",
+    "SimpleQAGrader",
+    "Verdict",
+    "parse_equivalence",
+    "parse_rubric_score",
+    "parse_simpleqa_grade",
+    "score_many",
+]

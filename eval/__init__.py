@@ -1,0 +1,1 @@
+"""Evaluation: answer metrics (`eval.metrics`), benchmark tasks, runners and reports."""

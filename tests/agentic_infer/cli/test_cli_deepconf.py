@@ -1,0 +1,47 @@
+"""`agentic run deepconf` end to end over the fake backend: --question, --input JSONL, --json, --out, errors."""
+
+import json
+
+import pytest
+
+from agentic_infer.cli import main
+from agentic_infer.types import Trajectory
+
+FAKE = "fake://?reply=%5Cboxed%7B42%7D"  # every trace answers \boxed{42}
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as e:
+        main(["run", "deepconf", "--backend", FAKE, *args])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_question_json_and_trajectories(capsys, tmp_path):
+    traces = tmp_path / "traces.jsonl"
+    code, out, _ = run(capsys, "--question", "What is 6*7?", "--budget", "4", "--warmup", "2", "--json",
+                       "--out", str(traces))
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["answer"] == "42" and rep["mode"] == "online" and rep["stop_reason"] == "consensus"
+    assert rep["traces_total"] == 2 and rep["threshold"] is not None
+    trajs = [Trajectory.from_json(line) for line in traces.read_text().splitlines()]
+    assert len(trajs) == 2 and all(t.answer == "42" and t.engine == "deepconf" for t in trajs)
+
+
+def test_input_file_offline_table(capsys, tmp_path):
+    f = tmp_path / "q.jsonl"
+    f.write_text('{"question": "a?"}\n\n{"problem": "b?", "answer": "42"}\n')
+    code, out, _ = run(capsys, "--input", str(f), "--mode", "offline", "--budget", "3")
+    assert code == 0 and out.count("vote top10_bottom10") == 2 and "42" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "exactly one of --question"),
+    (["--question", "q", "--variant", "90"], "variant='90'"),
+    (["--question", "q", "--budget", "4"], "warmup=16 exceeds budget=4"),
+    (["--input", "/nonexistent.jsonl"], "no such file"),
+])
+def test_errors_are_one_line(capsys, args, message):
+    code, _, err = run(capsys, *args)
+    assert code == 2 and message in err and err.count("\n") == 1
