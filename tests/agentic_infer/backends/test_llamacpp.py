@@ -67,3 +67,14 @@ async def test_stream_matches_generate_and_cancels(embedded_llm, prompt):
 async def test_context_length_error(embedded_llm):
     with pytest.raises(ContextLengthError, match="n_ctx"):
         await embedded_llm.generate("word " * 5000, SamplingParams(max_tokens=4))
+
+
+async def test_without_prefix_cache_calls_are_independent(prompt):
+    from agentic_infer.backends import load_llm
+
+    llm = load_llm("llamacpp://default?n_ctx=1024&prefix_cache=0")
+    params = SamplingParams(max_tokens=6, temperature=0, logprobs=3)
+    [a] = await llm.generate(prompt, params)
+    await llm.generate(prompt + " Also", params)  # a run that shares a prefix with the next one
+    [b] = await llm.generate(prompt, params)
+    assert [t.logprob for t in a.logprobs] == [t.logprob for t in b.logprobs]

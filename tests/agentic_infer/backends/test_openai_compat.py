@@ -119,3 +119,18 @@ async def test_unreachable_server_raises_backend_error():
     llm = load_llm(f"openai://127.0.0.1:{free_port()}/v1?model=x&flavor=openai&retries=2&max_wait=0.1")
     with pytest.raises(BackendError, match="after 2 attempts"):
         await llm.generate("Hello", SHORT)
+
+
+async def test_leaving_a_stream_aborts_it_at_the_server(server_llm, prompt):
+    import time as _time
+
+    seen = 0
+    async for _ in server_llm.stream(prompt, SamplingParams(max_tokens=600, temperature=0)):
+        seen += 1
+        if seen == 3:
+            break
+    # llama.cpp's server runs one generation at a time: had the abandoned one gone on for its 600
+    # tokens, this request would queue behind it for tens of seconds
+    t0 = _time.monotonic()
+    [c] = await server_llm.generate(prompt, SamplingParams(max_tokens=4, temperature=0))
+    assert c.text and _time.monotonic() - t0 < 10
