@@ -21,7 +21,7 @@ from agentic_infer.errors import AgenticError
 
 # Command modules register themselves on import; a module whose optional extra is missing is skipped
 # only if it is absent, never silently on other errors.
-COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf")
+COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "eval", "tree")
 
 
 def _register() -> None:

@@ -1,0 +1,191 @@
+"""`agentic run lats`, `agentic run rap` and `agentic tree view`: tree search from the command line.
+
+    agentic run lats --env game24 --input "1 1 4 6" --iterations 10 --n-children 5 --save-tree t.json
+    agentic run lats --env qa --input "Who wrote Hamlet?" --gold "William Shakespeare" --json
+    agentic run lats --env math --input "What is 17*23?" --gold 391
+    agentic run lats --env program --input "Write add(a, b)." --test "assert add(1, 2) == 3"
+    agentic run rap --task game24 --input "4 9 10 13" --iterations 10
+    agentic run rap --task blocksworld --input "the a block is on top of the b block, ..." --goal "..."
+    agentic run rap --task gsm8k --input "Tom has 3 apples ..." --gold 7 --aggregate deepconf
+    agentic tree view t.json --out t.html
+
+Feedback is judge-only unless `--feedback oracle` (the gold reward then drives and stops the
+search); every result says which was used, what it spent, and whether the answer was correct
+(scored after the search when a gold answer or checker exists). `--env qa` searches the default
+BM25 index over the embedded wiki-vital corpus (built once) unless `--index DIR` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from agentic_infer.cli.app import app, run_app
+from agentic_infer.errors import ConfigError
+
+DEFAULT_BACKEND = "llamacpp://default"
+LATS_ENVS = ("game24", "qa", "math", "program")
+tree_app = typer.Typer(help="Inspect saved search trees.", no_args_is_help=True)
+app.add_typer(tree_app, name="tree")
+
+Backend = Annotated[str, typer.Option(help="Backend URI (see `agentic backends`).")]
+SaveTree = Annotated[Optional[Path], typer.Option("--save-tree", help="Write the node table as JSON.")]  # noqa: UP007
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
+Feedback = Annotated[str, typer.Option(help="judge (default) | oracle (gold reward drives the search).")]
+
+
+def _print(console: Console, res, as_json: bool, engine: str, save_tree: Path | None) -> None:
+    d = res.to_dict()
+    d["engine"] = engine
+    if save_tree is not None:
+        d["tree_file"] = str(save_tree)
+    if as_json:
+        typer.echo(json.dumps(d, default=str))
+        return
+    spent = res.budget.get("spent", {})
+    console.print(f"[bold]{engine}[/bold] on {res.tree.task!r}  [dim]({res.feedback} feedback)[/dim]")
+    for i, a in enumerate(res.actions, 1):
+        console.print(f"  {i}. {a}", markup=False, highlight=False)
+    console.print(f"[bold green]answer:[/bold green] {res.answer!r}  correct={res.correct}  stop={res.stop_reason}")
+    console.print(f"[dim]iterations={spent.get('iterations')} llm_calls={spent.get('llm_calls')} "
+                  f"tokens={spent.get('tokens')} wall={spent.get('wall_s', 0):.1f}s nodes={len(res.tree.nodes)}"
+                  + (f" tree={save_tree}" if save_tree else "") + "[/dim]")
+
+
+def _budget(iterations: int, max_calls: int | None, max_tokens: int | None, max_wall_s: float | None):
+    from agentic_infer.engines.tree.base import Budget
+
+    return Budget(iterations=iterations, llm_calls=max_calls, tokens=max_tokens, wall_s=max_wall_s)
+
+
+MaxCalls = Annotated[Optional[int], typer.Option(help="Stop after this many LLM calls.")]  # noqa: UP007
+MaxTokens = Annotated[Optional[int], typer.Option(help="Stop after this many tokens (prompt + completion).")]  # noqa: UP007
+MaxWall = Annotated[Optional[float], typer.Option(help="Stop after this many seconds.")]  # noqa: UP007
+Gold = Annotated[Optional[str], typer.Option(help="Gold answer (scoring; oracle feedback only with --feedback oracle).")]  # noqa: UP007
+
+
+@run_app.command("lats")
+def lats(
+    env: Annotated[str, typer.Option(help=f"Environment: {' | '.join(LATS_ENVS)}.")],
+    input_text: Annotated[str, typer.Option("--input", "-i", help="The task: puzzle, question or program spec.")],
+    iterations: Annotated[int, typer.Option(help="MCTS iterations.")] = 10,
+    n_children: Annotated[int, typer.Option(help="Actions sampled per expansion (one generate call).")] = 5,
+    depth_limit: Annotated[int, typer.Option()] = 7,
+    lam: Annotated[float, typer.Option(help="V = lam*LM score + (1-lam)*self-consistency.")] = 0.5,
+    temperature: Annotated[float, typer.Option()] = 0.7,
+    backend: Backend = DEFAULT_BACKEND,
+    gold: Gold = None,
+    feedback: Feedback = "judge",
+    index: Annotated[Optional[Path], typer.Option(help="--env qa: index directory (default: wiki-vital BM25).")] = None,  # noqa: UP007
+    test: Annotated[Optional[list[str]], typer.Option(help="--env program: a visible test (repeatable).")] = None,  # noqa: UP007
+    hidden_test: Annotated[Optional[list[str]], typer.Option(help="--env program: a hidden test, scoring only.")] = None,  # noqa: UP007
+    max_calls: MaxCalls = None,
+    max_tokens: MaxTokens = None,
+    max_wall_s: MaxWall = None,
+    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    save_tree: SaveTree = None,
+    as_json: AsJson = False,
+) -> None:
+    """LATS (MCTS with LM values, self-consistency and reflections) on one task."""
+    from agentic_infer.backends import load_llm
+    from agentic_infer.engines.tree.lats import LATSOptions, run_lats
+
+    console = Console(stderr=as_json)
+    if env not in LATS_ENVS:
+        raise ConfigError(f"--env {env!r}: choose one of {', '.join(LATS_ENVS)}")
+    if env == "game24":
+        from agentic_infer.engines.tree.game24 import Game24LATSEnv
+
+        environment = Game24LATSEnv(input_text)
+    elif env == "qa":
+        from agentic_infer.cli.agents import ensure_default_index
+        from agentic_infer.engines.tree.lats_envs import RetrievalQAEnv
+        from agentic_infer.tools.retrieval.index import load_index
+
+        retriever = load_index(index if index is not None else ensure_default_index(console))
+        environment = RetrievalQAEnv(input_text, retriever, gold=gold)
+    elif env == "math":
+        from agentic_infer.engines.tree.lats_envs import MathEnv
+
+        environment = MathEnv(input_text, gold=gold)
+    else:
+        from agentic_infer.engines.tree.lats_envs import ProgramEnv
+
+        if not test:
+            raise ConfigError("--env program needs at least one --test 'assert f(1) == 2' (visible test)")
+        environment = ProgramEnv(input_text, visible_tests=list(test), hidden_tests=list(hidden_test or []))
+    res = asyncio.run(run_lats(load_llm(backend), environment, n_children=n_children, depth_limit=depth_limit,
+                               feedback=feedback, budget=_budget(iterations, max_calls, max_tokens, max_wall_s),
+                               options=LATSOptions(lam=lam, temperature=temperature, seed=seed), task=input_text,
+                               save_tree=save_tree))
+    _print(console, res, as_json, "lats", save_tree)
+
+
+@run_app.command("rap")
+def rap(
+    task: Annotated[str, typer.Option(help="game24 | gsm8k | blocksworld.")],
+    input_text: Annotated[str, typer.Option("--input", "-i", help="Puzzle, question, or initial blocks state.")],
+    goal: Annotated[Optional[str], typer.Option(help="--task blocksworld: the goal facts.")] = None,  # noqa: UP007
+    gold: Gold = None,
+    iterations: Annotated[int, typer.Option()] = 10,
+    n_actions: Annotated[int, typer.Option(help="Actions sampled per expansion (one generate call).")] = 4,
+    depth_limit: Annotated[int, typer.Option()] = 5,
+    world_samples: Annotated[int, typer.Option(help="World-model samples per step (answer confidence).")] = 3,
+    aggregate: Annotated[str, typer.Option(help="RAP-Aggregation weighting: value | count | deepconf | none.")] = "value",
+    w_likelihood: Annotated[float, typer.Option()] = 1.0,
+    w_self_eval: Annotated[float, typer.Option()] = 1.0,
+    w_confidence: Annotated[float, typer.Option()] = 1.0,
+    w_heuristic: Annotated[float, typer.Option()] = 1.0,
+    backend: Backend = DEFAULT_BACKEND,
+    feedback: Feedback = "judge",
+    max_calls: MaxCalls = None,
+    max_tokens: MaxTokens = None,
+    max_wall_s: MaxWall = None,
+    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    save_tree: SaveTree = None,
+    as_json: AsJson = False,
+) -> None:
+    """RAP (LLM world model + MCTS + RAP-Aggregation) on one task."""
+    from agentic_infer.backends import load_llm
+    from agentic_infer.engines.tree.rap import RAPOptions, RAPWeights, run_rap
+    from agentic_infer.engines.tree.rap_tasks import RAP_TASKS, BlocksworldTask, Game24RAPTask, GSM8KTask
+
+    console = Console(stderr=as_json)
+    if task not in RAP_TASKS:
+        raise ConfigError(f"--task {task!r}: choose one of {', '.join(RAP_TASKS)}")
+    if aggregate not in ("value", "count", "deepconf", "none"):
+        raise ConfigError(f"--aggregate {aggregate!r}: choose value, count, deepconf or none")
+    if task == "game24":
+        t = Game24RAPTask(input_text)
+    elif task == "gsm8k":
+        t = GSM8KTask(input_text, gold=gold)
+    else:
+        if not goal:
+            raise ConfigError("--task blocksworld needs --goal, e.g. --goal 'the b block is on top of the a block'")
+        t = BlocksworldTask(input_text, goal)
+    opts = RAPOptions(weights=RAPWeights(w_likelihood, w_self_eval, w_confidence, w_heuristic),
+                      world_samples=world_samples, seed=seed)
+    res = asyncio.run(run_rap(load_llm(backend), t, n_actions=n_actions, depth_limit=depth_limit, feedback=feedback,
+                              budget=_budget(iterations, max_calls, max_tokens, max_wall_s), options=opts,
+                              aggregate=None if aggregate == "none" else aggregate, save_tree=save_tree))
+    _print(console, res, as_json, "rap", save_tree)
+
+
+@tree_app.command("view")
+def view(
+    file: Annotated[Path, typer.Argument(help="A tree JSON written by --save-tree.")],
+    out: Annotated[Optional[Path], typer.Option(help="HTML file to write (default: FILE with .html).")] = None,  # noqa: UP007
+) -> None:
+    """Render a saved search tree as one self-contained HTML file."""
+    from agentic_infer.engines.tree.table import Tree
+    from agentic_infer.engines.tree.viewer import render_html
+
+    tree = Tree.load(file)
+    target = out if out is not None else file.with_suffix(".html")
+    target.write_text(render_html(tree), encoding="utf-8")
+    typer.echo(f"wrote {target} ({len(tree.nodes)} nodes, {tree.feedback} feedback)")

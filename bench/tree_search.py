@@ -1,0 +1,180 @@
+"""Tree search benchmark on Game of 24: LATS vs a ReAct-style single rollout vs best-of-n, and the
+speed-up from batching sibling expansions into one generate call.
+
+    python bench/tree_search.py                         # 3 easiest puzzles, embedded model, ~5-10 min
+    python bench/tree_search.py --puzzles 5 --tokens 6000 --backend openai://127.0.0.1:8000/v1?model=M
+
+Puzzles: the first `--puzzles` rows of ../shared/data/puzzles/game24_ranked_1_900.csv (ranked by
+human solve time, easiest first); answers are checked with our own solver/checker
+(`engines/tree/game24.py`), never by the model. Per puzzle and method, at an equal token budget
+(`--tokens`, prompt + completion, counted by `Meter`):
+- `lats-judge`: LATS with judge-only feedback (the answer = the best judged terminal);
+- `lats-oracle`: LATS with oracle feedback (the checker's reward drives and stops the search);
+- `react`: one rollout, one sampled action per step, no values (its own, smaller, spend);
+- `bon-judge` / `bon-oracle`: independent rollouts until the budget; judge-only picks the rollout the
+  LM rates best (one value call each, counted); oracle counts a success if any rollout is correct.
+Reported: success rate, LLM calls and tokens per puzzle, tokens per solved puzzle; oracle and
+judge-only side by side. Batching: the root's action prompt, n samples in one call vs n calls of
+one sample (median of `--batch-reps` alternating repetitions), as a ratio.
+Writes bench/results/tree_search.json. Not covered: the HotpotQA subset (not run here; the
+`RetrievalQAEnv` + BM25 index path is exercised by the tests), WebShop, programming tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentic_infer.backends import load_llm  # noqa: E402
+from agentic_infer.engines.tree import Budget, BudgetExhausted, Game24LATSEnv, LATSOptions, Meter, run_lats  # noqa: E402
+from agentic_infer.engines.tree.lats import LATSConfig  # noqa: E402
+from agentic_infer.engines.tree.prompting import as_chat  # noqa: E402
+from agentic_infer.engines.tree.table import Tree  # noqa: E402
+from agentic_infer.types import SamplingParams  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "puzzles" / "game24_ranked_1_900.csv"
+RESULTS = ROOT / "bench" / "results"
+
+
+def puzzles(n: int) -> list[str]:
+    if not DATA.exists():
+        sys.exit(f"{DATA} is absent: the shared benchmark data is only present in dev sessions")
+    with open(DATA, newline="") as f:
+        return [row["Puzzles"] for _, row in zip(range(n), csv.DictReader(f))]
+
+
+async def rollout(meter: Meter, env: Game24LATSEnv, cfg: LATSConfig, depth: int) -> tuple[dict, Tree]:
+    """One ReAct-style rollout: one sampled action per step, executed, until a terminal."""
+    state = env.init_state()
+    tree = Tree.new(state, env.describe(state), env=env.name, task=env.puzzle)
+    node = tree.root
+    for _ in range(depth):
+        if env.is_terminal(node.state):
+            break
+        props = await cfg.propose(tree, node, 1)
+        if not props:
+            break
+        child = tree.add_child(node, props[0].action)
+        child.state, _aux = await env.step(node.state, child.action)
+        child.summary = env.describe(child.state)
+        node = child
+    return node.state, tree
+
+
+async def run_method(llm, method: str, puzzle: str, args) -> dict:
+    env = Game24LATSEnv(puzzle)
+    opts = LATSOptions(seed=args.seed, action_max_tokens=args.action_tokens, value_max_tokens=args.value_tokens,
+                       reflection_max_tokens=args.value_tokens)
+    t0 = time.perf_counter()
+    if method.startswith("lats"):
+        res = await run_lats(llm, env, n_children=args.n_children, depth_limit=4, options=opts,
+                             feedback="oracle" if method == "lats-oracle" else "judge",
+                             budget=Budget(iterations=None, tokens=args.tokens))
+        spent, ok, stop = res.budget["spent"], bool(res.correct), res.stop_reason
+    else:
+        meter = Meter(llm, Budget(iterations=None, tokens=args.tokens))
+        cfg = LATSConfig(meter, env, opts)
+        finals: list[tuple[float, bool]] = []
+        try:
+            while True:
+                state, tree = await rollout(meter, env, cfg, 4)
+                correct = await env.gold_reward(state) == 1.0
+                if method == "react":
+                    finals.append((0.0, correct))
+                    break
+                if method == "bon-oracle":
+                    finals.append((0.0, correct))
+                    if correct:
+                        break
+                    continue
+                node = tree.nodes[-1]
+                lm, _ = await cfg._lm_score(tree, node)  # judge-only selection
+                finals.append((lm if env.answer(state) is not None else -1.0, correct))
+        except BudgetExhausted:
+            pass
+        spent = meter.report()["spent"]
+        if method == "bon-judge":
+            ok = bool(finals) and max(finals, key=lambda x: x[0])[1]
+        else:
+            ok = any(c for _, c in finals)
+        stop = f"{len(finals)} rollout(s)"
+    return {"method": method, "puzzle": puzzle, "solved": ok, "llm_calls": spent["llm_calls"],
+            "tokens": spent["tokens"], "stop": stop, "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+async def batching(llm, puzzle: str, n: int, reps: int, max_tokens: int) -> dict:
+    env = Game24LATSEnv(puzzle)
+    cfg = LATSConfig(Meter(llm, Budget(iterations=1)), env)
+    tree = Tree.new(env.init_state(), env.describe(env.init_state()), task=puzzle)
+    prompt = as_chat(llm, cfg.action_prompt(tree, tree.root))
+    p1 = SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens, seed=1)
+    batched, separate = [], []
+    for r in range(reps):
+        t = time.perf_counter()
+        await llm.generate(prompt, p1.replace(n=n, seed=10 * r))
+        batched.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for i in range(n):
+            await llm.generate(prompt, p1.replace(seed=10 * r + i))
+        separate.append(time.perf_counter() - t)
+    b, s = statistics.median(batched), statistics.median(separate)
+    return {"n": n, "reps": reps, "batched_s": round(b, 3), "separate_s": round(s, 3), "speedup": round(s / b, 2)}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--backend", default="llamacpp://default")
+    ap.add_argument("--puzzles", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=3000, help="token budget per puzzle and method")
+    ap.add_argument("--n-children", type=int, default=3)
+    ap.add_argument("--action-tokens", type=int, default=16)
+    ap.add_argument("--value-tokens", type=int, default=24)
+    ap.add_argument("--batch-reps", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--methods", default="lats-judge,lats-oracle,react,bon-judge,bon-oracle")
+    args = ap.parse_args()
+    llm = load_llm(args.backend)
+    methods = args.methods.split(",")
+    rows = []
+    for p in puzzles(args.puzzles):
+        for m in methods:
+            r = await run_method(llm, m, p, args)
+            rows.append(r)
+            print(f"  {p:>12} {m:<12} solved={r['solved']!s:<5} calls={r['llm_calls']:>3} tokens={r['tokens']:>6} "
+                  f"wall={r['wall_s']}s ({r['stop']})", flush=True)
+    batch = await batching(llm, puzzles(1)[0], args.n_children, args.batch_reps, args.action_tokens)
+    summary = {}
+    print(f"\n{'method':<12} {'feedback':<8} {'success':>8} {'calls/puzzle':>13} {'tokens/puzzle':>14} "
+          f"{'tokens/solved':>14} {'median wall s':>14}")
+    for m in methods:
+        rs = [r for r in rows if r["method"] == m]
+        solved = sum(r["solved"] for r in rs)
+        tok = sum(r["tokens"] for r in rs)
+        s = {"feedback": "oracle" if "oracle" in m else ("none" if m == "react" else "judge"),
+             "success": solved / len(rs), "calls_per_puzzle": statistics.median(r["llm_calls"] for r in rs),
+             "tokens_per_puzzle": statistics.median(r["tokens"] for r in rs),
+             "tokens_per_solved": tok / solved if solved else None,
+             "median_wall_s": round(statistics.median(r["wall_s"] for r in rs), 2)}
+        summary[m] = s
+        tps = f"{s['tokens_per_solved']:.0f}" if s["tokens_per_solved"] else "–"
+        print(f"{m:<12} {s['feedback']:<8} {s['success']:>8.2f} {s['calls_per_puzzle']:>13} "
+              f"{s['tokens_per_puzzle']:>14} {tps:>14} {s['median_wall_s']:>14}")
+    print(f"\nbatching {batch['n']} sibling actions: one call {batch['batched_s']}s vs {batch['n']} calls "
+          f"{batch['separate_s']}s -> speed-up x{batch['speedup']} (median of {batch['reps']})")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"backend": args.backend, "args": vars(args), "rows": rows, "summary": summary, "batching": batch}
+    (RESULTS / "tree_search.json").write_text(json.dumps(out, indent=1))
+    print(f"wrote {RESULTS / 'tree_search.json'}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
