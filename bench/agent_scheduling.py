@@ -206,7 +206,8 @@ async def real(args: argparse.Namespace) -> dict[str, Any]:
         llm = load_llm(server.uri + f"&concurrency={args.real_questions}")
         # the small model answers from memory unless its turn opens with a search tag (as in `make demo`)
         engine = SearchO1(llm, retriever, max_searches=args.real_max_searches, top_k=3, max_turns=4,
-                          worked_example=True, assistant_prefix="<|begin_search_query|>", rid_prefill=True,
+                          worked_example=True, assistant_prefix="Let me search for this.\n<|begin_search_query|>",
+                          rid_prefill=True,
                           sampling=SamplingParams(max_tokens=args.real_max_tokens, temperature=0.0, logprobs=0),
                           rid_sampling=SamplingParams(max_tokens=args.real_max_tokens, temperature=0.0))
         await timed_run(engine, examples[:1], "async", 1)  # warm-up
