@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentic_infer.errors import ConfigError
+from eval.metrics import extract_boxed
 
 
 @dataclass(frozen=True)
@@ -172,27 +173,13 @@ def parse_action(dialect: Dialect, text: str, stop_reason: str | None) -> Parsed
     return None
 
 
-_BOXED = re.compile(r"\\boxed\s*\{")
-
-
-def extract_boxed(text: str) -> str | None:
-    """Content of the last `\\boxed{...}` with balanced braces (`\\text{...}` unwrapped), or None."""
-    starts = [m.end() for m in _BOXED.finditer(text)]
-    for start in reversed(starts):
-        depth, i = 1, start
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            inner = text[start : i - 1].strip()
-            m = re.fullmatch(r"\\text\s*\{(.*)\}", inner, flags=re.DOTALL)
-            return (m.group(1) if m else inner).strip()
-    return None
-
-
 def extract_answer(dialect: Dialect, text: str) -> str | None:
     """The answer the dialect's format marks in `text` (the last one), or None."""
     if dialect.answer == "boxed":
-        return extract_boxed(text)
+        boxed = extract_boxed(text)
+        if boxed is None:
+            return None
+        inner = re.fullmatch(r"\\text\s*\{(.*)\}", boxed, flags=re.DOTALL)  # Search-o1 unwraps \text{...}
+        return (inner.group(1) if inner else boxed).strip()
     found = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
     return found[-1].strip() if found else None

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentic_infer.engines.dialects import SEARCH_O1, extract_boxed, parse_action
+from agentic_infer.engines.dialects import SEARCH_O1, extract_answer, parse_action
 from agentic_infer.engines.rid import NOTHING_FOUND, condense_reasoning, extract_final_information
 from agentic_infer.engines.search_o1 import SearchO1
 from agentic_infer.errors import ConfigError
@@ -141,9 +141,9 @@ def test_rid_helpers():
 def test_parse_and_boxed():
     assert parse_action(SEARCH_O1, f"{Q}a{EQ}", EQ).argument == "a"
     assert parse_action(SEARCH_O1, f"{Q}a{EQ} trailing", None) is None
-    assert extract_boxed(r"so \boxed{\frac{1}{2}} and \boxed{\text{Paris}}") == "Paris"
-    assert extract_boxed(r"\boxed{a{b}c}") == "a{b}c"
-    assert extract_boxed("none") is None
+    assert extract_answer(SEARCH_O1, r"so \boxed{\frac{1}{2}} and \boxed{\text{Paris}}") == "Paris"
+    assert extract_answer(SEARCH_O1, r"\boxed{a{b}c}") == "a{b}c"
+    assert extract_answer(SEARCH_O1, "none") is None
 
 
 def test_bad_config():
