@@ -17,19 +17,9 @@ from typing import Any
 
 from agentic_infer.backends.base import BaseLLM, StreamDelta
 from agentic_infer.backends.chat_template import ChatTemplate
+from agentic_infer.backends.hf import HFTokenizer
 from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.types import Completion, Message, SamplingParams, TokenLogprob, TopLogprob
-
-
-class VLLMTokenizer:
-    def __init__(self, hf: Any):
-        self.hf = hf
-
-    def encode(self, text: str) -> list[int]:
-        return self.hf.encode(text, add_special_tokens=False)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.hf.decode(list(ids))
 
 
 class VLLMLLM(BaseLLM):
@@ -53,12 +43,12 @@ class VLLMLLM(BaseLLM):
         self._hf_tok = None
 
     @property
-    def tokenizer(self) -> VLLMTokenizer:
+    def tokenizer(self) -> HFTokenizer:
         if self._hf_tok is None:
             from transformers import AutoTokenizer
 
             self._hf_tok = AutoTokenizer.from_pretrained(self.model, local_files_only=True)
-        return VLLMTokenizer(self._hf_tok)
+        return HFTokenizer(self._hf_tok)
 
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         hf = self.tokenizer.hf

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -13,6 +12,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from agentic_infer.cli.app import run_app
+from agentic_infer.cli.inputs import read_examples
 from agentic_infer.errors import ConfigError
 
 DEFAULT_BACKEND = "llamacpp://default"
@@ -34,29 +34,6 @@ def ensure_default_index(console: Console | None = None) -> Path:
             console.print(f"[dim]building the default BM25 index over wiki-vital into {path} (once)...[/dim]")
         build_index("wiki-vital", out=path, kind="bm25", overwrite=True)
     return path
-
-
-def read_examples(question: str | None, input_file: Path | None) -> list[dict[str, Any]]:
-    if (question is None) == (input_file is None):
-        raise ConfigError("give exactly one of --question TEXT or --input FILE.jsonl")
-    if question is not None:
-        return [{"question": question}]
-    if not input_file.is_file():
-        raise ConfigError(f"--input {str(input_file)!r}: no such file")
-    examples = []
-    with open(input_file, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{input_file}:{n}: not JSON ({e.msg}); expected one object per line") from None
-            if not isinstance(row, dict) or not (row.get("question") or row.get("problem")):
-                raise ConfigError(f"{input_file}:{n}: expected an object with a 'question' field")
-            row.setdefault("question", row.get("problem"))
-            examples.append(row)
-    return examples
 
 
 def print_trajectory(console: Console, traj) -> None:

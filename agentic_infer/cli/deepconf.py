@@ -21,33 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from agentic_infer.cli.app import run_app
-from agentic_infer.errors import ConfigError
+from agentic_infer.cli.inputs import read_examples
 
 DEFAULT_BACKEND = "llamacpp://default"
-
-
-def _read_questions(question: str | None, input_file: Path | None) -> list[Any]:
-    if (question is None) == (input_file is None):
-        raise ConfigError("agentic run deepconf: pass exactly one of --question TEXT or --input FILE")
-    if question is not None:
-        return [question]
-    assert input_file is not None
-    if not input_file.is_file():
-        raise ConfigError(f"--input {str(input_file)!r}: no such file; pass a JSONL file with a 'question' field")
-    out = []
-    for n, line in enumerate(input_file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"--input {str(input_file)!r} line {n}: not JSON ({e.msg}); one object per line") from None
-        if not isinstance(rec, dict) or not any(isinstance(rec.get(k), str) for k in ("question", "problem")):
-            raise ConfigError(f"--input {str(input_file)!r} line {n}: needs a 'question' or 'problem' string")
-        out.append(rec)
-    if not out:
-        raise ConfigError(f"--input {str(input_file)!r} holds no questions")
-    return out
 
 
 def _show(console: Console, res: Any) -> None:
@@ -91,7 +67,7 @@ def deepconf(
     from agentic_infer.backends import load_llm
     from agentic_infer.engines.deepconf_engine import DeepConf, DeepConfConfig
 
-    examples = _read_questions(question, input_file)
+    examples = read_examples(question, input_file)
     config = DeepConfConfig(mode=mode, variant=variant, budget=budget, warmup=min(warmup, budget) if mode ==
                             "offline" else warmup, tau=tau, window=window, max_tokens=max_tokens,
                             temperature=temperature, top_p=top_p, seed=seed, concurrency=concurrency)
