@@ -1,0 +1,122 @@
+"""`agentic eval tasks | run | report`: benchmark tasks, the eval runner and run reports.
+
+    agentic eval tasks
+    agentic eval run --task hotpotqa --data ../shared/data/multihop/hotpotqa_dev_distractor_150.jsonl \
+        --engine search-o1 --corpus per-question --limit 10 --out runs/hq-so1
+    agentic eval report runs/hq-direct runs/hq-so1 --out report.html
+
+The library functions are `eval.tasks.list_tasks`, `eval.runner.run_eval` and `eval.report.write_report`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentic_infer.cli.app import app
+from agentic_infer.errors import ConfigError
+
+eval_app = typer.Typer(help="Benchmark tasks, the eval runner and reports.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("tasks")
+def tasks_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
+    """List the benchmark tasks, their metrics and the files they expect."""
+    from eval.engines import ENGINES
+    from eval.tasks import list_tasks
+
+    tasks = list_tasks()
+    if as_json:
+        typer.echo(json.dumps([{"name": t.name, "family": t.family, "description": t.description,
+                                "format": t.data_format, "files": list(t.default_files), "metrics": list(t.metrics),
+                                "primary": t.primary, "engines": list(t.engines),
+                                "corpus": [c for c, ok in (("per-question", t.question_corpus),
+                                                           ("pooled", t.pooled_corpus)) if ok]} for t in tasks], indent=1))
+        return
+    table = Table(title="agentic eval tasks", show_lines=True)
+    for col in ("task", "family", "expects", "metrics (primary first)", "corpus"):
+        table.add_column(col, overflow="fold")
+    for t in tasks:
+        files = "\n".join(f"../shared/data/{f}" for f in t.default_files)
+        corpus = ", ".join(c for c, ok in (("per-question", t.question_corpus), ("pooled", t.pooled_corpus)) if ok)
+        metrics = [t.primary] + [m for m in t.metrics if m != t.primary]
+        table.add_row(t.name, t.family, t.data_format + (f"\n{files}" if files else ""), ", ".join(metrics), corpus or "-")
+    Console().print(table)
+    Console().print(f"engines: {', '.join(ENGINES)}")
+
+
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ConfigError(f"--opt {p!r}: expected KEY=VALUE (VALUE parsed as JSON when it can be)")
+        k, v = p.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+@eval_app.command("run")
+def run_cmd(
+    task: Annotated[str, typer.Option("--task", help="Task name (see `agentic eval tasks`).")],
+    data: Annotated[Path, typer.Option("--data", help="The benchmark file, in the task's published format.")],
+    engine: Annotated[str, typer.Option("--engine", help="direct|cot|search-o1|tir|deepconf|lats|rap")] = "direct",
+    backend: Annotated[str, typer.Option("--backend", help="Backend URI.")] = "llamacpp://default",
+    index: Annotated[Optional[Path], typer.Option("--index", help="A built search index directory.")] = None,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="per-question | pooled | wiki-vital")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N examples.")] = None,
+    samples: Annotated[int, typer.Option("--samples", help="Samples per question (pass@k, maj@k; deepconf budget).")] = 1,
+    judge: Annotated[Optional[str], typer.Option("--judge", help="Backend URI of an LLM judge (judge_acc).")] = None,
+    backoff: Annotated[Optional[Path], typer.Option("--backoff", help="DIR of a direct run: Search-o1 answer backoff.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Run directory (results.jsonl, summary.json).")] = Path("runs/eval"),
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per generation (per turn for agents).")] = 512,
+    temperature: Annotated[Optional[float], typer.Option("--temperature", help="Default: direct/cot greedy for 1 sample, 0.7 when sampling; agents keep their own (Search-o1 0.7).")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    max_searches: Annotated[int, typer.Option("--max-searches")] = 5,
+    top_k: Annotated[int, typer.Option("--top-k", help="Documents per search.")] = 5,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 1,
+    opt: Annotated[Optional[list[str]], typer.Option("--opt", help="Engine option KEY=VALUE (repeatable).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+) -> None:
+    """Run one engine on one task; resumable (rerun the same command to continue)."""
+    from eval.runner import RunConfig, run_eval
+
+    cfg = RunConfig(task=task, data=str(data), engine=engine, out=str(out), backend=backend,
+                    index=str(index) if index else None, corpus=corpus, limit=limit, samples=samples, judge=judge,
+                    backoff=str(backoff) if backoff else None, concurrency=concurrency, max_tokens=max_tokens,
+                    temperature=temperature, seed=seed, max_searches=max_searches, top_k=top_k,
+                    engine_options=_options(opt or []))
+    summary = asyncio.run(run_eval(cfg, progress=not quiet))
+    console = Console()
+    table = Table(title=f"{summary['task']} / {summary['engine']}  (n={summary['n']}/{summary['n_expected']})")
+    for col in ("metric", "mean", "95% CI"):
+        table.add_column(col)
+    for name, m in summary["metrics"].items():
+        table.add_row(name, f"{m['mean']:.3f}", f"[{m['ci95_low']:.3f}, {m['ci95_high']:.3f}]")
+    console.print(table)
+    t = summary["totals"]
+    console.print(f"tokens/question {t['completion_tokens']['mean']:.1f}  search calls/question "
+                  f"{t['search_calls_per_question']['mean']:.2f}  s/question {t['wall_s_per_question']['mean']:.2f}  "
+                  f"-> {out}/summary.json")
+
+
+@eval_app.command("report")
+def report_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories (each with results.jsonl).")],
+    out: Annotated[Path, typer.Option("--out", help="HTML report path (a .md is written next to it).")] = Path("report.html"),
+) -> None:
+    """Compare runs: table with intervals, per-question diffs, plots (HTML + Markdown + PNGs)."""
+    from eval.report import write_report
+
+    paths = write_report(runs, out=out)
+    for p in paths:
+        typer.echo(str(p))

@@ -1,0 +1,87 @@
+"""`agentic eval tasks | run | report` through the real entry point (fake:// backend)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentic_infer.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+HOTPOT = [{"_id": f"q{i}", "question": f"Who recorded song {i}?", "answer": "Rush",
+           "context": [["Rush", [f"Rush recorded song {i}."]]], "supporting_facts": [["Rush", 0]]} for i in range(6)]
+
+
+def _run(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    p = tmp_path / "hq.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in HOTPOT), encoding="utf-8")
+    return p
+
+
+def test_tasks_lists_every_task(capsys):
+    code, out, _ = _run(["eval", "tasks", "--json"], capsys)
+    assert code == 0
+    names = {t["name"] for t in json.loads(out)}
+    assert {"hotpotqa", "gsm8k", "bfcl-parallel", "game24", "simpleqa"} <= names
+    code, out, _ = _run(["eval", "tasks"], capsys)
+    assert code == 0 and "hotpotqa" in out
+
+
+def test_run_and_report(tmp_path, data, capsys):
+    out_dir = tmp_path / "run"
+    code, out, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "direct",
+                           "--backend", "fake://?reply=%5Cboxed%7BRush%7D", "--out", str(out_dir), "--quiet"], capsys)
+    assert code == 0, err
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["n"] == 6 and summary["metrics"]["em"]["mean"] == 1.0
+    code, out, err = _run(["eval", "report", str(out_dir), "--out", str(tmp_path / "rep.html")], capsys)
+    assert code == 0 and (tmp_path / "rep.html").exists() and (tmp_path / "rep.md").exists()
+
+
+def test_errors_are_one_line(tmp_path, data, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q"}\n')
+    code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(bad), "--backend", "fake://",
+                         "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "missing field 'answer'" in err and err.count("\n") == 1
+    code, _, err = _run(["eval", "run", "--task", "nope", "--data", str(data), "--backend", "fake://"], capsys)
+    assert code == 2 and "unknown task 'nope'" in err
+    code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "search-o1",
+                         "--backend", "fake://"], capsys)
+    assert code == 2 and "--corpus" in err
+
+
+def test_killed_process_resumes_without_duplicates(tmp_path, data):
+    """A real `agentic eval run` process killed mid-run, then rerun: every item once, same answers."""
+    out = tmp_path / "k"
+    cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", "hotpotqa", "--data", str(data),
+           "--backend", "fake://?reply=%5Cboxed%7BRush%7D&token_delay_s=0.03", "--out", str(out), "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    results = out / "results.jsonl"
+    while time.time() < deadline and not (results.exists() and results.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = results.read_text().count("\n")
+    assert 2 <= n_before < 6
+    subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True, timeout=120)
+    rows = [json.loads(x) for x in results.read_text().splitlines() if x.strip()]
+    assert sorted(r["id"] for r in rows) == [f"q{i}" for i in range(6)]
+    assert all(r["prediction"] == "Rush" for r in rows)

@@ -1,0 +1,236 @@
+"""The eval runner with FakeLLM: resumable runs equal uninterrupted ones, errors, judge, backoff, samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentic_infer.errors import BackendError, ConfigError
+from agentic_infer.testing import FakeLLM
+from eval.engines import ENGINES
+from eval.runner import RunConfig, run_eval
+from eval.summary import read_results
+
+HOTPOT = [{"_id": f"q{i}", "question": f"Which band recorded song number {i}?", "answer": "Rush" if i % 2 else "Yes",
+           "supporting_facts": [["Rush", 0]],
+           "context": [["Rush", [f"Rush recorded song number {i}.", " Rush is Canadian."]],
+                       ["Other", ["An unrelated paragraph about cheese."]]]} for i in range(8)]
+
+
+@pytest.fixture
+def hq(tmp_path) -> Path:
+    p = tmp_path / "hq.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in HOTPOT), encoding="utf-8")
+    return p
+
+
+def search_o1_script(prompt: str) -> str:
+    """A deterministic Search-o1 policy: search once, read the result, answer; RiD extracts facts."""
+    if "**Searched Documents:**" in prompt:  # the Reason-in-Documents call
+        return "**Final Information**\nRush recorded it."
+    tail = prompt.rsplit("<|im_start|>assistant", 1)[-1]
+    if "<|end_search_result|>" in tail:
+        return "The documents say Rush. \\boxed{Rush}"
+    number = prompt.rsplit("song number ", 1)[-1].split("?")[0]
+    return f"I should search. <|begin_search_query|>song number {number}<|end_search_query|>"
+
+
+STABLE = ("id", "index", "question", "gold", "prediction", "metrics", "completion_tokens", "tool_calls", "search_calls",
+          "llm_calls", "unfinished", "output")
+
+
+def _stable(rows):
+    return {r["id"]: {k: r.get(k) for k in STABLE} for r in rows}
+
+
+async def test_resumed_run_equals_uninterrupted(hq, tmp_path):
+    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", concurrency=2, max_tokens=256)
+    full = await run_eval(RunConfig(out=str(tmp_path / "a"), **base), llm=FakeLLM(search_o1_script), progress=False)
+    assert full["n"] == 8 and full["complete"]
+    rows_a = read_results(tmp_path / "a" / "results.jsonl")
+    assert all(r["search_calls"] == 1 and r["prediction"] == "Rush" for r in rows_a)
+
+    calls = {"n": 0}
+
+    def dying(prompt: str) -> str:  # the process "dies" part-way through the run
+        calls["n"] += 1
+        if calls["n"] > 9:
+            raise RuntimeError("killed")
+        return search_o1_script(prompt)
+
+    out_b = tmp_path / "b"
+    with pytest.raises(RuntimeError, match="killed"):
+        await run_eval(RunConfig(out=str(out_b), **base), llm=FakeLLM(dying), progress=False)
+    partial = read_results(out_b / "results.jsonl")
+    assert 0 < len(partial) < 8
+    with open(out_b / "results.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"id": "q7", "torn')  # a line cut by the kill
+    resumed = await run_eval(RunConfig(out=str(out_b), **base), llm=FakeLLM(search_o1_script), progress=False)
+    lines = [json.loads(x) for x in (out_b / "results.jsonl").read_text().splitlines() if x.strip().endswith("}")]
+    ids = [r["id"] for r in lines]
+    assert len(ids) == len(set(ids)) == 8  # no duplicates
+    assert _stable(read_results(out_b / "results.jsonl")) == _stable(rows_a)
+    assert resumed["metrics"] == full["metrics"]
+    # a third run does nothing
+    again = await run_eval(RunConfig(out=str(out_b), **base), llm=FakeLLM([]), progress=False)
+    assert again["n"] == 8
+
+
+async def test_summary_contents(hq, tmp_path):
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(tmp_path / "d")),
+                       llm=FakeLLM(lambda p: "\\boxed{Rush}"), progress=False)
+    assert s["metrics"]["em"]["mean"] == 0.5 and s["metrics"]["em"]["ci95_low"] < 0.5 < s["metrics"]["em"]["ci95_high"]
+    assert s["published"]["Search-o1 EM"]["mean"] == 0.5 and "Search-R1 EM" in s["published"]
+    assert len(s["data_sha256"]) == 64 and s["toolkit_version"] and s["model"]["class"] == "FakeLLM"
+    assert s["config"]["engine"] == "direct" and s["totals"]["completion_tokens"]["sum"] == 8 * len("\\boxed{Rush}")
+    assert s["metric_descriptions"]["search_o1_em"].startswith("Search-o1")
+    row = read_results(tmp_path / "d" / "results.jsonl")[0]
+    assert {"id", "question", "gold", "prediction", "metrics", "completion_tokens", "tool_calls", "wall_s",
+            "trajectory_ids"} <= set(row)
+    trajs = (tmp_path / "d" / "trajectories.jsonl").read_text().splitlines()
+    assert json.loads(trajs[0])["id"] in {r["trajectory_ids"][0] for r in read_results(tmp_path / "d" / "results.jsonl")}
+
+
+async def test_changed_config_is_refused(hq, tmp_path):
+    out = str(tmp_path / "c")
+    await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, limit=2),
+                   llm=FakeLLM(reply="\\boxed{x}"), progress=False)
+    with pytest.raises(ConfigError, match=r"different config \(differs in \['max_tokens'\]\)"):
+        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, max_tokens=7),
+                       llm=FakeLLM(reply="\\boxed{x}"), progress=False)
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, limit=5),
+                       llm=FakeLLM(reply="\\boxed{x}"), progress=False)  # a larger limit extends the run
+    assert s["n"] == 5
+
+
+async def test_backend_errors_are_recorded_and_retried(hq, tmp_path):
+    def flaky(prompt: str) -> str:
+        if "number 3" in prompt:
+            raise BackendError("server went away")
+        return "\\boxed{Rush}"
+
+    out = tmp_path / "e"
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out)), llm=FakeLLM(flaky),
+                       progress=False)
+    assert s["n"] == 7 and not s["complete"]
+    assert json.loads((out / "errors.jsonl").read_text().splitlines()[0])["id"] == "q3"
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out)),
+                       llm=FakeLLM(reply="\\boxed{Rush}"), progress=False)
+    assert s["n"] == 8 and s["complete"]
+
+
+async def test_judge_backoff_and_samples(hq, tmp_path):
+    direct = tmp_path / "direct"
+    await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(direct)),
+                   llm=FakeLLM(reply="\\boxed{Rush}"), progress=False)
+    judge = FakeLLM(reply='{"equivalent": true, "reason": "same"}')
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="cot", out=str(tmp_path / "cot"),
+                                 backoff=str(direct)), llm=FakeLLM(reply="I do not know."), judge_llm=judge,
+                       progress=False)
+    assert s["metrics"]["search_o1_em"]["mean"] == 0.0  # no boxed answer at all
+    assert s["metrics"]["search_o1_em_backoff"]["mean"] == 0.5  # the direct run's answers fill in
+    assert s["metrics"]["judge_acc"]["mean"] == 1.0 and s["published"]["ASearcher judge"]["mean"] == 1.0
+    answers = iter(["\\boxed{Rush}", "\\boxed{Yes}", "\\boxed{Yes}"] * 8)
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="cot", out=str(tmp_path / "k"), samples=3),
+                       llm=FakeLLM(lambda p: next(answers)), progress=False)
+    assert s["metrics"]["pass@3"]["mean"] == 1.0 and s["metrics"]["maj@3"]["mean"] == 0.5
+    assert s["metrics"]["pass@1"]["mean"] == pytest.approx((1 / 3 + 2 / 3) / 2)
+
+
+async def test_engine_and_corpus_errors(hq, tmp_path):
+    with pytest.raises(ConfigError, match="pass --index DIR or --corpus"):
+        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", out=str(tmp_path / "x")),
+                       llm=FakeLLM(reply=""), progress=False)
+    with pytest.raises(ConfigError, match="has no per-question paragraphs"):
+        nq = tmp_path / "nq.jsonl"
+        nq.write_text('{"question": "q", "answer": ["a"]}')
+        await run_eval(RunConfig(task="nq-open", data=str(nq), engine="search-o1", corpus="per-question",
+                                 out=str(tmp_path / "y")), llm=FakeLLM(reply=""), progress=False)
+    with pytest.raises(ConfigError, match="unknown engine"):
+        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="nope", out=str(tmp_path / "z")),
+                       llm=FakeLLM(reply=""), progress=False)
+    assert {"direct", "cot", "search-o1", "tir", "deepconf", "lats", "rap"} <= set(ENGINES)
+
+
+async def test_pooled_corpus_search(hq, tmp_path):
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="pooled", limit=3,
+                                 out=str(tmp_path / "p"), max_tokens=256), llm=FakeLLM(search_o1_script), progress=False)
+    assert s["totals"]["search_calls_per_question"]["mean"] == 1.0 and s["corpus"] == "pooled"
+
+
+async def test_tir_engine_runs_code(tmp_path):
+    data = tmp_path / "g.jsonl"
+    data.write_text('{"question": "What is 16-3-4?", "answer": "so\\n#### 9"}\n')
+
+    def policy(prompt: str) -> str:
+        tail = prompt.rsplit("<|im_start|>assistant", 1)[-1]
+        return "\\boxed{9}" if "9" in tail else "```python\nprint(16-3-4)\n```"
+
+    s = await run_eval(RunConfig(task="gsm8k", data=str(data), engine="tir", out=str(tmp_path / "t"), max_tokens=128),
+                       llm=FakeLLM(policy), progress=False)
+    assert s["metrics"]["math_equal"]["mean"] == 1.0 and s["totals"]["tool_calls"]["sum"] == 1
+
+
+@pytest.mark.parametrize("engine", ["lats", "rap"])
+async def test_tree_engines_run_on_game24(tmp_path, engine):
+    data = tmp_path / "g24.csv"
+    data.write_text("Rank,Puzzles\n1,4 6 1 1\n")
+    s = await run_eval(RunConfig(task="game24", data=str(data), engine=engine, out=str(tmp_path / engine), max_tokens=64,
+                                 engine_options={"iterations": 2}), llm=FakeLLM(lambda p: "4 * 6 = 24\nScore: 7"),
+                       progress=False)
+    row = read_results(tmp_path / engine / "results.jsonl")[0]
+    assert s["n"] == 1 and "game24_valid" in row["metrics"] and row["llm_calls"] >= 1 and "tree" in row
+
+
+async def test_simpleqa_uses_its_grader(tmp_path):
+    data = tmp_path / "simple_qa_test_set.csv"
+    data.write_text("metadata,problem,answer\n{},Who wrote Hamlet?,William Shakespeare\n{},Capital of France?,Paris\n")
+    grades = iter(["B", "C"])
+    s = await run_eval(RunConfig(task="simpleqa", data=str(data), engine="direct", out=str(tmp_path / "s")),
+                       llm=FakeLLM(reply="\\boxed{Shakespeare}"), judge_llm=FakeLLM(lambda p: next(grades)),
+                       progress=False)
+    assert s["metrics"]["judge_acc"]["mean"] == 0.0 and s["metrics"]["simpleqa_not_attempted"]["mean"] == 0.5
+
+
+async def test_first_query_option_forces_a_search_for_the_question(hq, tmp_path):
+    def policy(prompt: str) -> str:  # a model that never closes a query tag by itself
+        if "**Searched Documents:**" in prompt:
+            return "**Final Information**\nRush."
+        return "The answer is \\boxed{Rush}"
+
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", limit=2,
+                                 out=str(tmp_path / "f"), max_tokens=256, engine_options={"first_query": "question"}),
+                       llm=FakeLLM(policy), progress=False)
+    assert s["totals"]["search_calls_per_question"]["mean"] == 1.0 and s["metrics"]["em"]["mean"] == 0.5
+    traj = json.loads((tmp_path / "f" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert traj["segments"][1]["text"].startswith("<|begin_search_query|>Which band recorded song number")
+    with pytest.raises(ConfigError, match="first_query='x'"):
+        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question",
+                                 out=str(tmp_path / "g"), engine_options={"first_query": "x"}), llm=FakeLLM(policy),
+                       progress=False)
+
+
+async def test_prebuilt_index(hq, tmp_path):
+    from agentic_infer.tools.retrieval.base import Document
+    from agentic_infer.tools.retrieval.index import build_index
+
+    docs = [Document(id=f"d{i}", title="Rush", text=f"Rush recorded song number {i}.") for i in range(8)]
+    build_index(docs, out=tmp_path / "idx", kind="bm25")
+    s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", index=str(tmp_path / "idx"),
+                                 limit=2, out=str(tmp_path / "i"), max_tokens=256), llm=FakeLLM(search_o1_script),
+                       progress=False)
+    assert s["corpus"].startswith("index:") and s["totals"]["search_calls_per_question"]["mean"] == 1.0
+    with pytest.raises(ConfigError, match="not both"):
+        RunConfig(task="hotpotqa", data=str(hq), index="x", corpus="pooled")
+
+
+async def test_backoff_added_later_covers_earlier_rows(hq, tmp_path):
+    direct = tmp_path / "direct"
+    await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(direct)),
+                   llm=FakeLLM(reply="\\boxed{Rush}"), progress=False)
+    base = dict(task="hotpotqa", data=str(hq), engine="cot", out=str(tmp_path / "c"))
+    await run_eval(RunConfig(limit=3, **base), llm=FakeLLM(reply="no box"), progress=False)
+    s = await run_eval(RunConfig(backoff=str(direct), **base), llm=FakeLLM(reply="no box"), progress=False)
+    assert s["metrics"]["search_o1_em_backoff"] == {**s["metrics"]["search_o1_em_backoff"], "n": 8, "mean": 0.5}
