@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,15 +16,9 @@ from agentic_infer.tools.retrieval.bm25 import BM25Config, BM25Index, passage_te
 from agentic_infer.tools.retrieval.index import build_index, load_index  # noqa: E402
 from agentic_infer.tools.retrieval.recipes import read_records  # noqa: E402
 from agentic_infer.tools.retrieval.tokenizer import Tokenizer  # noqa: E402
+from tests.conftest import shared_data  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data"
-
-
-def data_file(rel: str) -> Path:
-    path = DATA / rel
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the shared benchmark data is only present in CI and dev sessions")
-    return path
+data_file = shared_data
 
 
 @pytest.fixture(scope="module")

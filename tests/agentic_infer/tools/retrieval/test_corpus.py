@@ -18,15 +18,9 @@ from agentic_infer.tools.retrieval.corpus import (
     read_corpus,
     split_contents,
 )
+from tests.conftest import shared_data  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data"
-
-
-def data_file(rel: str) -> Path:
-    path = DATA / rel
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the shared benchmark data is only present in CI and dev sessions")
-    return path
+data_file = shared_data
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

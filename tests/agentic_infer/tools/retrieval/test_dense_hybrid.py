@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agentic_infer.errors import ConfigError
 from agentic_infer.tools.retrieval.hybrid import rrf_fuse
+from tests.conftest import shared_data
 
-DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data"
-
-
-def data_file(rel: str) -> Path:
-    path = DATA / rel
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the shared benchmark data is only present in CI and dev sessions")
-    return path
+data_file = shared_data
 
 
 def test_rrf_fuse_sums_reciprocal_ranks():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agentic_infer.errors import ConfigError
@@ -19,15 +17,9 @@ from agentic_infer.tools.retrieval.recipes import (
     supporting_documents,
     wiki_vital,
 )
+from tests.conftest import shared_data  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data"
-
-
-def data_file(rel: str) -> Path:
-    path = DATA / rel
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the shared benchmark data is only present in CI and dev sessions")
-    return path
+data_file = shared_data
 
 
 def test_wiki_vital_recipe_reads_the_embedded_corpus():
