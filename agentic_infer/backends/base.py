@@ -270,6 +270,8 @@ class BaseLLM:
         comp = await collect(self._stream_one(prompt, params, seed))
         if params.logprobs is None:
             comp.logprobs = None
+        if not isinstance(prompt, str):
+            comp.prompt_tokens = len(prompt)
         return comp
 
     async def generate(self, prompt: Prompt, params: SamplingParams) -> list[Completion]:

@@ -108,6 +108,10 @@ class LlamaCppLLM(BaseLLM):
     def _prompt_ids(self, prompt: str | list[int]) -> list[int]:
         return self._tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
 
+    def _as_prompt(self, prompt: Any) -> list[int]:
+        """Token ids (text is tokenized here once, so completions can report their prompt length)."""
+        return self._prompt_ids(super()._as_prompt(prompt))
+
     def _run(self, ids: list[int], params: SamplingParams, seed: int, emit, cancelled: threading.Event) -> None:
         """Worker thread: generate token by token, calling emit((bytes, TokenLogprob|None)) per token."""
         llama = self._llama

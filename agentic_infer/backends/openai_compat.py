@@ -223,7 +223,11 @@ class OpenAICompatLLM(BaseLLM):
             return list(await asyncio.gather(*(self._generate_one(p, params.replace(n=1), s) for s in seeds)))
         resp = await self._request(lambda: self._client.completions.create(
             prompt=p, **self._body(params, n=params.n, seed=params.seed, chat=False, send_stop=True)))
-        return [self._from_choice(c, params) for c in sorted(resp.choices, key=lambda c: c.index)]
+        out = [self._from_choice(c, params) for c in sorted(resp.choices, key=lambda c: c.index)]
+        prompt_tokens = getattr(getattr(resp, "usage", None), "prompt_tokens", None)
+        for comp in out:
+            comp.prompt_tokens = prompt_tokens
+        return out
 
     def _from_choice(self, choice: Any, params: SamplingParams) -> Completion:
         lps = None

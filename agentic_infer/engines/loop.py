@@ -192,6 +192,7 @@ class AgentLoop:
         usage = ep.trajectory.usage
         usage.llm_calls += 1
         usage.completion_tokens += comp.num_tokens
+        usage.prompt_tokens += comp.prompt_tokens or 0
         ep.generated += comp.num_tokens
         ep.output += comp.text
         ep.trajectory.add("model", comp.text, token_ids=comp.token_ids, logprobs=comp.logprobs, turn=ep.turns,

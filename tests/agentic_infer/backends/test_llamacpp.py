@@ -27,6 +27,7 @@ async def test_greedy_is_deterministic_with_finite_logprobs(embedded_llm, prompt
         assert lp.top[0].token_id == lp.token_id  # greedy picks the argmax
         assert [t.logprob for t in lp.top] == sorted((t.logprob for t in lp.top), reverse=True)
     assert embedded_llm.tokenizer.decode(a.token_ids) == a.text
+    assert a.prompt_tokens == len(embedded_llm.tokenizer.encode(prompt))
 
 
 async def test_stop_strings_cut_where_they_should(embedded_llm, prompt):

@@ -33,6 +33,7 @@ async def test_parity_with_in_process_llamacpp(embedded_llm, server_llm, prompt)
     [remote] = await server_llm.generate(prompt, GREEDY)
     assert server_llm.flavor == "llamacpp"
     assert remote.text == local.text
+    assert remote.prompt_tokens == local.prompt_tokens > 0
     assert len(remote.logprobs) == len(local.logprobs)
     for r, loc in zip(remote.logprobs, local.logprobs):
         assert r.token == loc.token

@@ -28,4 +28,5 @@ async def test_real_model_searches_a_real_index(embedded_llm, hotpot_index):
     assert model and all(s.token_ids and len(s.logprobs) == len(s.token_ids) for s in model)
     mask = traj.loss_mask()
     assert sum(mask) == sum(len(s.token_ids) for s in model)
+    assert traj.usage.prompt_tokens > len(traj.segments[0].token_ids)  # every turn re-reads the prompt
     assert traj.usage.llm_calls >= 2 and traj.finish_reason in ("answer", "max_turns", "length")
