@@ -1,8 +1,9 @@
-"""Tree search benchmark on Game of 24: LATS vs a ReAct-style single rollout vs best-of-n, and the
-speed-up from batching sibling expansions into one generate call.
+"""Tree search benchmark on Game of 24 and HotpotQA: LATS vs a ReAct-style single rollout vs
+best-of-n, and the speed-up from batching sibling expansions into one generate call.
 
     python bench/tree_search.py                         # 3 easiest puzzles, embedded model, ~5-10 min
     python bench/tree_search.py --puzzles 5 --tokens 6000 --backend openai://127.0.0.1:8000/v1?model=M
+    python bench/tree_search.py --hotpot 4 --tokens 3000 --action-tokens 24   # HotpotQA part, ~5 min
 
 Puzzles: the first `--puzzles` rows of ../shared/data/puzzles/game24_ranked_1_900.csv (ranked by
 human solve time, easiest first); answers are checked with our own solver/checker
@@ -16,8 +17,16 @@ human solve time, easiest first); answers are checked with our own solver/checke
 Reported: success rate, LLM calls and tokens per puzzle, tokens per solved puzzle; oracle and
 judge-only side by side. Batching: the root's action prompt, n samples in one call vs n calls of
 one sample (median of `--batch-reps` alternating repetitions), as a ratio.
-Writes bench/results/tree_search.json. Not covered: the HotpotQA subset (not run here; the
-`RetrievalQAEnv` + BM25 index path is exercised by the tests), WebShop, programming tasks.
+Writes bench/results/tree_search.json.
+
+`--hotpot N` runs the same comparison (same methods, same loop) on the first N questions of
+../shared/data/multihop/hotpotqa_dev_distractor_150.jsonl instead: `RetrievalQAEnv` (ReAct
+`search[...]` / `lookup[...]` / `finish[...]`, at most `--max-steps` actions) over a BM25 index of
+the question's own 10 paragraphs (`question_retriever(example, kind="bm25")`, the distractor
+setting), success = exact match (SQuAD normalisation, `eval.metrics.exact_match`) of the
+finish[...] answer against the gold. No batching measurement there. Writes
+bench/results/tree_search_hotpot.json. Not covered: the open (pooled corpus) setting, WebShop,
+programming tasks.
 """
 
 from __future__ import annotations
@@ -29,19 +38,30 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentic_infer.backends import load_llm  # noqa: E402
-from agentic_infer.engines.tree import Budget, BudgetExhausted, Game24LATSEnv, LATSOptions, Meter, run_lats  # noqa: E402
+from agentic_infer.engines.tree import (  # noqa: E402
+    Budget,
+    BudgetExhausted,
+    Game24LATSEnv,
+    LATSOptions,
+    Meter,
+    RetrievalQAEnv,
+    run_lats,
+)
 from agentic_infer.engines.tree.lats import LATSConfig  # noqa: E402
 from agentic_infer.engines.tree.prompting import as_chat  # noqa: E402
 from agentic_infer.engines.tree.table import Tree  # noqa: E402
 from agentic_infer.types import SamplingParams  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "puzzles" / "game24_ranked_1_900.csv"
+HOTPOT = ROOT.parent / "shared" / "data" / "multihop" / "hotpotqa_dev_distractor_150.jsonl"
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -52,10 +72,29 @@ def puzzles(n: int) -> list[str]:
         return [row["Puzzles"] for _, row in zip(range(n), csv.DictReader(f))]
 
 
-async def rollout(meter: Meter, env: Game24LATSEnv, cfg: LATSConfig, depth: int) -> tuple[dict, Tree]:
+def game24_tasks(n: int) -> list[tuple[str, Callable[[], Any], int]]:
+    """(label, environment factory, depth limit) per puzzle."""
+    return [(p, lambda p=p: Game24LATSEnv(p), 4) for p in puzzles(n)]
+
+
+def hotpot_tasks(n: int, max_steps: int, k: int) -> list[tuple[str, Callable[[], Any], int]]:
+    """(label, environment factory, depth limit) per HotpotQA question, BM25 over its own paragraphs."""
+    from agentic_infer.tools.retrieval.recipes import question_retriever, read_records
+
+    if not HOTPOT.exists():
+        sys.exit(f"{HOTPOT} is absent: the shared benchmark data is only present in dev sessions")
+    out = []
+    for ex in read_records(HOTPOT)[:n]:
+        retriever = question_retriever(ex, kind="bm25")
+        out.append((ex["_id"][:10], lambda ex=ex, r=retriever: RetrievalQAEnv(ex["question"], r, gold=ex["answer"],
+                                                                              k=k, max_steps=max_steps), max_steps))
+    return out
+
+
+async def rollout(meter: Meter, env: Any, cfg: LATSConfig, depth: int) -> tuple[dict, Tree]:
     """One ReAct-style rollout: one sampled action per step, executed, until a terminal."""
     state = env.init_state()
-    tree = Tree.new(state, env.describe(state), env=env.name, task=env.puzzle)
+    tree = Tree.new(state, env.describe(state), env=env.name, task=env.task)
     node = tree.root
     for _ in range(depth):
         if env.is_terminal(node.state):
@@ -70,13 +109,13 @@ async def rollout(meter: Meter, env: Game24LATSEnv, cfg: LATSConfig, depth: int)
     return node.state, tree
 
 
-async def run_method(llm, method: str, puzzle: str, args) -> dict:
-    env = Game24LATSEnv(puzzle)
+async def run_method(llm, method: str, label: str, make_env: Callable[[], Any], depth: int, args) -> dict:
+    env = make_env()
     opts = LATSOptions(seed=args.seed, action_max_tokens=args.action_tokens, value_max_tokens=args.value_tokens,
                        reflection_max_tokens=args.value_tokens)
     t0 = time.perf_counter()
     if method.startswith("lats"):
-        res = await run_lats(llm, env, n_children=args.n_children, depth_limit=4, options=opts,
+        res = await run_lats(llm, env, n_children=args.n_children, depth_limit=depth, options=opts,
                              feedback="oracle" if method == "lats-oracle" else "judge",
                              budget=Budget(iterations=None, tokens=args.tokens))
         spent, ok, stop = res.budget["spent"], bool(res.correct), res.stop_reason
@@ -86,7 +125,7 @@ async def run_method(llm, method: str, puzzle: str, args) -> dict:
         finals: list[tuple[float, bool]] = []
         try:
             while True:
-                state, tree = await rollout(meter, env, cfg, 4)
+                state, tree = await rollout(meter, env, cfg, depth)
                 correct = await env.gold_reward(state) == 1.0
                 if method == "react":
                     finals.append((0.0, correct))
@@ -107,7 +146,7 @@ async def run_method(llm, method: str, puzzle: str, args) -> dict:
         else:
             ok = any(c for _, c in finals)
         stop = f"{len(finals)} rollout(s)"
-    return {"method": method, "puzzle": puzzle, "solved": ok, "llm_calls": spent["llm_calls"],
+    return {"method": method, "task": label, "solved": ok, "llm_calls": spent["llm_calls"],
             "tokens": spent["tokens"], "stop": stop, "wall_s": round(time.perf_counter() - t0, 2)}
 
 
@@ -134,6 +173,10 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--backend", default="llamacpp://default")
     ap.add_argument("--puzzles", type=int, default=3)
+    ap.add_argument("--hotpot", type=int, default=0, metavar="N",
+                    help="run the HotpotQA part on the first N questions instead of Game of 24")
+    ap.add_argument("--max-steps", type=int, default=4, help="HotpotQA: actions per episode (= depth limit)")
+    ap.add_argument("--k", type=int, default=2, help="HotpotQA: passages per search")
     ap.add_argument("--tokens", type=int, default=3000, help="token budget per puzzle and method")
     ap.add_argument("--n-children", type=int, default=3)
     ap.add_argument("--action-tokens", type=int, default=16)
@@ -144,36 +187,41 @@ async def main() -> None:
     args = ap.parse_args()
     llm = load_llm(args.backend)
     methods = args.methods.split(",")
+    tasks = hotpot_tasks(args.hotpot, args.max_steps, args.k) if args.hotpot else game24_tasks(args.puzzles)
     rows = []
-    for p in puzzles(args.puzzles):
+    for label, make_env, depth in tasks:
         for m in methods:
-            r = await run_method(llm, m, p, args)
+            r = await run_method(llm, m, label, make_env, depth, args)
             rows.append(r)
-            print(f"  {p:>12} {m:<12} solved={r['solved']!s:<5} calls={r['llm_calls']:>3} tokens={r['tokens']:>6} "
+            print(f"  {label:>12} {m:<12} solved={r['solved']!s:<5} calls={r['llm_calls']:>3} tokens={r['tokens']:>6} "
                   f"wall={r['wall_s']}s ({r['stop']})", flush=True)
-    batch = await batching(llm, puzzles(1)[0], args.n_children, args.batch_reps, args.action_tokens)
+    batch = None if args.hotpot else await batching(llm, puzzles(1)[0], args.n_children, args.batch_reps,
+                                                    args.action_tokens)
     summary = {}
-    print(f"\n{'method':<12} {'feedback':<8} {'success':>8} {'calls/puzzle':>13} {'tokens/puzzle':>14} "
+    print(f"\n{'method':<12} {'feedback':<8} {'success':>8} {'calls/task':>11} {'tokens/task':>12} "
           f"{'tokens/solved':>14} {'median wall s':>14}")
     for m in methods:
         rs = [r for r in rows if r["method"] == m]
         solved = sum(r["solved"] for r in rs)
         tok = sum(r["tokens"] for r in rs)
         s = {"feedback": "oracle" if "oracle" in m else ("none" if m == "react" else "judge"),
-             "success": solved / len(rs), "calls_per_puzzle": statistics.median(r["llm_calls"] for r in rs),
-             "tokens_per_puzzle": statistics.median(r["tokens"] for r in rs),
+             "success": solved / len(rs), "calls_per_task": statistics.median(r["llm_calls"] for r in rs),
+             "tokens_per_task": statistics.median(r["tokens"] for r in rs),
              "tokens_per_solved": tok / solved if solved else None,
              "median_wall_s": round(statistics.median(r["wall_s"] for r in rs), 2)}
         summary[m] = s
         tps = f"{s['tokens_per_solved']:.0f}" if s["tokens_per_solved"] else "–"
-        print(f"{m:<12} {s['feedback']:<8} {s['success']:>8.2f} {s['calls_per_puzzle']:>13} "
-              f"{s['tokens_per_puzzle']:>14} {tps:>14} {s['median_wall_s']:>14}")
-    print(f"\nbatching {batch['n']} sibling actions: one call {batch['batched_s']}s vs {batch['n']} calls "
-          f"{batch['separate_s']}s -> speed-up x{batch['speedup']} (median of {batch['reps']})")
+        print(f"{m:<12} {s['feedback']:<8} {s['success']:>8.2f} {s['calls_per_task']:>11} "
+              f"{s['tokens_per_task']:>12} {tps:>14} {s['median_wall_s']:>14}")
+    if batch is not None:
+        print(f"\nbatching {batch['n']} sibling actions: one call {batch['batched_s']}s vs {batch['n']} calls "
+              f"{batch['separate_s']}s -> speed-up x{batch['speedup']} (median of {batch['reps']})")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {"backend": args.backend, "args": vars(args), "rows": rows, "summary": summary, "batching": batch}
-    (RESULTS / "tree_search.json").write_text(json.dumps(out, indent=1))
-    print(f"wrote {RESULTS / 'tree_search.json'}")
+    path = RESULTS / ("tree_search_hotpot.json" if args.hotpot else "tree_search.json")
+    out["benchmark"] = "hotpotqa" if args.hotpot else "game24"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 - `search`: `TreeSearch` (MCTS with UCT, beam, DFS), `SearchSettings`, `SearchResult`, `uct`.
 - `game24`: Game of 24 environment, solver and checker.
 - `lats`: `run_lats`, `LATSConfig`, `LATSOptions`.
-- `rap`: `run_rap`, `RAPConfig`, `RAPWeights`, `rap_aggregate`; tasks in `rap_tasks` and `blocksworld`.
+- `rap`: `run_rap`, `rap_search`, `finalise_rap`, `RAPConfig`, `RAPWeights`, `rap_aggregate`; tasks in
+  `rap_tasks` and `blocksworld`.
 - `lats_envs`: retrieval QA, Python programming and math environments for LATS.
 - `viewer`: `render_html(tree)` self-contained HTML.
 """
@@ -28,7 +29,9 @@ from agentic_infer.engines.tree.rap import (
     RAPOptions,
     RAPWeights,
     RAPWorldModel,
+    finalise_rap,
     rap_aggregate,
+    rap_search,
     run_rap,
 )
 from agentic_infer.engines.tree.rap_tasks import BlocksworldTask, Game24RAPTask, GSM8KTask
@@ -40,6 +43,7 @@ __all__ = [
     "BlocksworldTask", "Budget", "BudgetExhausted", "Environment", "Evaluation", "GSM8KTask", "Game24Env",
     "Game24LATSEnv", "Game24RAPTask", "LATSConfig", "LATSOptions", "MathEnv", "Meter", "Node", "ProgramEnv",
     "Proposal", "RAPConfig", "RAPOptions", "RAPWeights", "RAPWorldModel", "RetrievalQAEnv", "SearchConfig",
-    "SearchConfigBase", "SearchResult", "SearchSettings", "Tree", "TreeSearch", "check_expression", "lats_search",
-    "rap_aggregate", "render_html", "run_lats", "run_rap", "select_child", "solve", "solve_steps", "uct",
+    "SearchConfigBase", "SearchResult", "SearchSettings", "Tree", "TreeSearch", "check_expression", "finalise_rap",
+    "lats_search", "rap_aggregate", "rap_search", "render_html", "run_lats", "run_rap", "select_child", "solve",
+    "solve_steps", "uct",
 ]

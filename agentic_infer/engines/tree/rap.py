@@ -208,21 +208,27 @@ def rap_aggregate(tree: Tree, *, weighting: str = "count", keep_top: float | Non
     return {"answer": best, "weights": weights, "voters": len(answers), "weighting": weighting}
 
 
-async def run_rap(llm: Any, task: Any, *, iterations: int = 10, n_actions: int = 4, depth_limit: int = 5,
-                  exploration_weight: float = 1.0, feedback: str = "judge", budget: Budget | None = None,
-                  options: RAPOptions | None = None, aggregate: str | None = "value", keep_top: float | None = None,
-                  save_tree: str | Path | None = None) -> SearchResult:
-    """RAP-MCTS on one task. With `aggregate`, `result.answer` is the RAP-Aggregation vote (the
-    best single path's answer stays in `extra["best_path_answer"]`)."""
+def rap_search(llm: Any, task: Any, *, iterations: int = 10, n_actions: int = 4, depth_limit: int = 5,
+               exploration_weight: float = 1.0, feedback: str = "judge", budget: Budget | None = None,
+               options: RAPOptions | None = None, tree: Tree | None = None) -> TreeSearch:
+    """A ready RAP-MCTS `TreeSearch` (call `await .run()` or `.step()`, then `finalise_rap`);
+    `tree` resumes a saved search."""
     o = options or RAPOptions()
     meter = Meter(llm, budget or Budget(iterations=iterations))
     env = RAPWorldModel(task, meter, o)
     settings = SearchSettings(algorithm="mcts", n_children=n_actions, depth_limit=depth_limit,
                               exploration_weight=exploration_weight, lazy=True, rollout=True,
                               reward_mode="path_mean", feedback=feedback)
-    search = TreeSearch(env, RAPConfig(meter, task, o), meter, settings, task=task.task)
-    search.tree.config = {**settings.to_dict(), "engine": "rap", "rap": {**asdict(o)}}
-    res = await search.run()
+    search = TreeSearch(env, RAPConfig(meter, task, o), meter, settings, task=task.task, tree=tree)
+    if tree is None:
+        search.tree.config = {**settings.to_dict(), "engine": "rap", "rap": {**asdict(o)}}
+    return search
+
+
+async def finalise_rap(res: SearchResult, task: Any, *, aggregate: str | None = "value",
+                       keep_top: float | None = None) -> SearchResult:
+    """Label the terminals with their answers and, with `aggregate`, replace `res.answer` by the
+    RAP-Aggregation vote (the best single path's answer stays in `extra["best_path_answer"]`)."""
     for n in res.tree.terminals():
         n.details["answer"] = task.answer(n.state)
     if aggregate is not None:
@@ -233,6 +239,18 @@ async def run_rap(llm: Any, task: Any, *, iterations: int = 10, n_actions: int =
             res.answer = agg["answer"]
             res.correct = await task.score_answer(agg["answer"])
     res.tree.result = res.to_dict()
+    return res
+
+
+async def run_rap(llm: Any, task: Any, *, iterations: int = 10, n_actions: int = 4, depth_limit: int = 5,
+                  exploration_weight: float = 1.0, feedback: str = "judge", budget: Budget | None = None,
+                  options: RAPOptions | None = None, aggregate: str | None = "value", keep_top: float | None = None,
+                  save_tree: str | Path | None = None) -> SearchResult:
+    """RAP-MCTS on one task. With `aggregate`, `result.answer` is the RAP-Aggregation vote (the
+    best single path's answer stays in `extra["best_path_answer"]`)."""
+    search = rap_search(llm, task, iterations=iterations, n_actions=n_actions, depth_limit=depth_limit,
+                        exploration_weight=exploration_weight, feedback=feedback, budget=budget, options=options)
+    res = await finalise_rap(await search.run(), task, aggregate=aggregate, keep_top=keep_top)
     if save_tree is not None:
         res.tree.save(save_tree)
     return res

@@ -1,21 +1,25 @@
-"""LATS as a LangGraph graph: the tree lives in graph state as the node table; interrupt after two
-iterations, resume with a new graph and a new backend object from the checkpoint."""
+"""LATS and RAP as LangGraph graphs: the tree lives in graph state as the node table; interrupt after two
+iterations, resume with a new graph and a new backend object from the checkpoint (RAP: a SQLite
+checkpoint through a new connection, same tree and result as an uninterrupted run)."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("langgraph", reason="needs the graph extra: pip install 'agentic-infer[graph]'")
+aio = pytest.importorskip("langgraph.checkpoint.sqlite.aio",
+                          reason="needs langgraph-checkpoint-sqlite and aiosqlite (the graph extra)")
 from langgraph.checkpoint.memory import MemorySaver  # noqa: E402
 
-from agentic_infer.engines.tree import Game24LATSEnv, check_expression  # noqa: E402
-from agentic_infer.integrations.langgraph_tree import ITERATE_NODE, lats_graph  # noqa: E402
+from agentic_infer.engines.tree import Game24LATSEnv, Game24RAPTask, check_expression, run_rap  # noqa: E402
+from agentic_infer.integrations.langgraph_tree import ITERATE_NODE, lats_graph, rap_graph  # noqa: E402
 from agentic_infer.testing import FakeLLM  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engines" / "tree"))
-from tree_fakes import Game24Policy  # noqa: E402
+from tree_fakes import Game24Policy, Game24RAPPolicy, all_steps  # noqa: E402
 
 
 async def test_lats_graph_runs_and_keeps_the_tree_in_state():
@@ -51,3 +55,87 @@ async def test_lats_graph_resumes_from_checkpoint():
     assert t["budget"]["spent"]["llm_calls"] >= calls_mid  # spend carried over, not reset
     assert t["nodes"][0]["visits"] == t["budget"]["spent"]["iterations"] <= 8
     assert final["result"]["feedback"] == "judge"
+
+
+# -- RAP ------------------------------------------------------------------------------------------
+
+N_ACTIONS = 3
+
+
+class CallOrderFreeRAPPolicy(Game24RAPPolicy):
+    """Game24RAPPolicy whose action samples depend only on the prompt and the sample's index in its
+    call (a per-prompt count modulo n), not on how many calls came before, so a resumed search with a
+    new backend object sees exactly what an uninterrupted one sees."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, prompt: str) -> str:
+        if "Propose ONE operation" not in prompt:
+            return super().__call__(prompt)
+        i = self.seen.get(prompt, 0)
+        self.seen[prompt] = i + 1
+        nums = _rap_numbers(prompt)
+        steps = all_steps(nums)
+        return steps[((i % N_ACTIONS) * 5 + 2) % len(steps)]
+
+
+def _rap_numbers(prompt: str) -> list[str]:
+    return re.findall(r"Numbers(?: left)?: ([-\d/ ]+)\.", prompt)[-1].split()
+
+
+def rap_llm() -> FakeLLM:
+    return FakeLLM(CallOrderFreeRAPPolicy())
+
+
+def table(tree: dict) -> list[tuple]:
+    return [(n["id"], n["parent"], n["action"], n["visits"], round(n["value"], 9), n["reward"]) for n in tree["nodes"]]
+
+
+def spent(tree: dict) -> tuple:
+    s = tree["budget"]["spent"]
+    return s["iterations"], s["llm_calls"], s["prompt_tokens"], s["completion_tokens"]
+
+
+RAP_OPTS = {"iterations": 6, "n_actions": N_ACTIONS}
+
+
+async def test_rap_graph_equals_run_rap():
+    res = await run_rap(rap_llm(), Game24RAPTask("1 1 4 6"), **RAP_OPTS)
+    graph = rap_graph(rap_llm(), Game24RAPTask("1 1 4 6"), checkpointer=MemorySaver(), **RAP_OPTS)
+    final = await graph.ainvoke({"task": "1 1 4 6"}, {"configurable": {"thread_id": "rap"}})
+    json.dumps(final)
+    assert final["result"]["answer"] == res.answer and final["result"]["correct"] == res.correct
+    assert final["result"]["aggregation"] == res.extra["aggregation"]
+    assert table(final["tree"]) == table(res.tree.to_dict())
+    assert final["tree"]["config"]["engine"] == "rap"
+    assert final["tree"]["nodes"][0]["visits"] == final["tree"]["budget"]["spent"]["iterations"]
+
+
+async def test_rap_graph_resumes_from_sqlite_with_the_same_result(tmp_path):
+    db = str(tmp_path / "rap.sqlite")
+    cfg = {"configurable": {"thread_id": "rap-1"}}
+    async with aio.AsyncSqliteSaver.from_conn_string(db) as saver:
+        g1 = rap_graph(rap_llm(), Game24RAPTask("1 1 4 6"), checkpointer=saver, interrupt_after=[ITERATE_NODE],
+                       **RAP_OPTS)
+        await g1.ainvoke({"task": "1 1 4 6"}, cfg)
+        await g1.ainvoke(None, cfg)
+        snap = await g1.aget_state(cfg)
+    mid = snap.values
+    assert snap.next == (ITERATE_NODE,) and not mid.get("result")
+    assert mid["tree"]["nodes"][0]["visits"] == 2
+
+    # a new process, in effect: new backend object, new graph, new connection to the same file
+    async with aio.AsyncSqliteSaver.from_conn_string(db) as saver:
+        g2 = rap_graph(rap_llm(), Game24RAPTask("1 1 4 6"), checkpointer=saver, **RAP_OPTS)
+        resumed = await g2.ainvoke(None, cfg)
+    ref = await rap_graph(rap_llm(), Game24RAPTask("1 1 4 6"), checkpointer=MemorySaver(), **RAP_OPTS).ainvoke(
+        {"task": "1 1 4 6"}, {"configurable": {"thread_id": "ref"}})
+    n_mid = len(mid["tree"]["nodes"])
+    assert [r[:3] for r in table(resumed["tree"])[:n_mid]] == [r[:3] for r in table(mid["tree"])]  # tree kept
+    assert table(resumed["tree"]) == table(ref["tree"])
+    assert spent(resumed["tree"]) == spent(ref["tree"])  # spend carried over, not reset or double-counted
+    assert resumed["result"]["answer"] == ref["result"]["answer"] and resumed["result"]["feedback"] == "judge"
+    assert resumed["result"]["aggregation"] == ref["result"]["aggregation"]
+    assert resumed["result"]["correct"] is True  # the known solution, checked by the task's own checker
