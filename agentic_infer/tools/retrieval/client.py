@@ -238,44 +238,46 @@ class RemoteRetriever:
         url = f"{self.url}{path}"
         return self._send(lambda c: c.post(url, json=payload, headers=self._headers), path, missing_ok)
 
+    def _outcome(self, path: str, missing_ok: bool, attempt: int, response: httpx.Response | None,
+                 exc: httpx.TransportError | None) -> tuple[bool, Any]:
+        """(True, value) for a successful attempt, else (False, seconds to wait); raises when no retry is left."""
+        if exc is not None:
+            error = self._transport_error(path, exc, attempt)
+        else:
+            error = self._check(response, path, missing_ok)
+            if error is None:
+                return True, (None if response.status_code == 404 else response.json())
+        if not error.retryable or attempt == self.retries:
+            raise error
+        delay = _backoff(attempt, self.backoff_s, response)
+        logger.warning("%s; retrying in %.2fs", error, delay)
+        return False, delay
+
     def _send(self, call: Any, path: str, missing_ok: bool = False) -> Any:
         client = self._sync_client()
         for attempt in range(self.retries + 1):
             try:
-                response = call(client)
+                response, exc = call(client), None
             except httpx.TransportError as e:
-                error = self._transport_error(path, e, attempt)
-                response = None
-            else:
-                error = self._check(response, path, missing_ok)
-                if error is None:
-                    return None if response.status_code == 404 else response.json()
-            if not error.retryable or attempt == self.retries:
-                raise error
-            delay = _backoff(attempt, self.backoff_s, response)
-            logger.warning("%s; retrying in %.2fs", error, delay)
-            time.sleep(delay)
+                response, exc = None, e
+            done, value = self._outcome(path, missing_ok, attempt, response, exc)
+            if done:
+                return value
+            time.sleep(value)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _apost(self, path: str, payload: dict[str, Any], *, missing_ok: bool = False) -> Any:
         url = f"{self.url}{path}"
         client = self._async_client()
         for attempt in range(self.retries + 1):
-            response: httpx.Response | None
             try:
-                response = await client.post(url, json=payload, headers=self._headers)
+                response, exc = await client.post(url, json=payload, headers=self._headers), None
             except httpx.TransportError as e:
-                error = self._transport_error(path, e, attempt)
-                response = None
-            else:
-                error = self._check(response, path, missing_ok)
-                if error is None:
-                    return None if response.status_code == 404 else response.json()
-            if not error.retryable or attempt == self.retries:
-                raise error
-            delay = _backoff(attempt, self.backoff_s, response)
-            logger.warning("%s; retrying in %.2fs", error, delay)
-            await asyncio.sleep(delay)
+                response, exc = None, e
+            done, value = self._outcome(path, missing_ok, attempt, response, exc)
+            if done:
+                return value
+            await asyncio.sleep(value)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _transport_error(self, path: str, e: httpx.TransportError, attempt: int) -> RetrievalServerError:
