@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentic_infer.backends.base import LLM
+from agentic_infer.backends.base import LLM, count_prompt_tokens
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import Completion, Message, SamplingParams, Trajectory, Usage
 from eval.tasks.base import Task
@@ -150,7 +150,7 @@ class PromptEngine:
         traj.finish_reason = completion.finish_reason
         n_prompt = completion.prompt_tokens
         if n_prompt is None:
-            n_prompt = len(llm.tokenizer.encode(prompt))
+            n_prompt = count_prompt_tokens(llm, prompt) or 0
         traj.usage = Usage(prompt_tokens=n_prompt, completion_tokens=completion.num_tokens,
                            llm_calls=1, wall_s=wall)
         return _from_trajectory(traj, wall_s=wall)
@@ -270,6 +270,8 @@ class TreeEngine:
     run's retriever); math -> `MathEnv`. RAP: Game of 24 -> `Game24RAPTask`; math -> `GSM8KTask`.
     Feedback is judge-only (no gold is given to the search: no oracle). `--opt` pairs go to run_lats/run_rap
     (iterations, n_children / n_actions, depth_limit, ...); the defaults are small (iterations=4) for CPU runs.
+    `budget` and `options` take JSON objects: `--opt budget='{"tokens": 3000}'` (a `Budget`, which then
+    replaces `iterations`), `--opt options='{"action_max_tokens": 24}'` (`LATSOptions` / `RAPOptions`).
     """
 
     def __init__(self, ctx: EngineContext, name: str):
@@ -281,7 +283,17 @@ class TreeEngine:
                               f"install does not have ({e}); register another with eval.engines.register_engine") from None
         self.name, self.ctx = name, ctx
         self.kwargs = {"iterations": 4, **_accepted_fn(self.fn, ctx.options.engine_options, name)}
+        for key, cls in (("budget", self.tree.Budget), ("options", self._options_class())):
+            if isinstance(self.kwargs.get(key), Mapping):  # --opt budget='{"tokens": 3000}'
+                try:
+                    self.kwargs[key] = cls(**self.kwargs[key])
+                except TypeError as e:
+                    raise ConfigError(f"engine {name!r}: --opt {key}={self.kwargs[key]!r}: {e}") from None
         self.make_env = self._env_factory(ctx.task.family, ctx.task.name)
+
+    def _options_class(self) -> type:
+        module = importlib.import_module(f"agentic_infer.engines.tree.{self.name}")
+        return getattr(module, f"{self.name.upper()}Options")
 
     def _env_factory(self, family: str, task: str) -> Callable[[Mapping[str, Any]], Any]:
         ctx = self.ctx

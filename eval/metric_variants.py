@@ -15,6 +15,7 @@ from `eval.metrics`; the variants differ in answer *extraction*, as the systems'
 | search_r1_em | Search-R1 | last `<answer>` in the generated text (not the prompt: the reference's bug), else the engine's prediction | EM |
 | r1_searcher_cover_em | R1-Searcher | last `<answer>`, else the engine's prediction | cover-EM |
 | math_equal | (math-verify) | `\boxed{}` | math equivalence |
+| math_equal_last_number | lm-eval-harness (GSM8K flexible-extract) | last number of the output | math equivalence |
 | boxed_found | - | - | 1 when a `\boxed{}` answer was produced |
 | judge_acc / r1_searcher_judge / asearcher_judge | LLM judge | engine prediction | binary equivalence verdict (runner, `--judge`) |
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_infer.errors import ConfigError
-from eval.metrics import cover_exact_match, exact_match, extract_boxed, f1_score, math_equal
+from eval.metrics import cover_exact_match, exact_match, extract_boxed, f1_score, last_number, math_equal
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,13 @@ def _r1s(s: Scored) -> float:
 @metric("math_equal", "math equivalence of the \\boxed{} answer (math-verify, gold first)")
 def _math(s: Scored) -> float:
     return float(math_equal(s.prediction, _gold(s)))
+
+
+@metric("math_equal_last_number", "lm-evaluation-harness GSM8K flexible-extract: math equivalence of the last "
+        "number in the output (no \\boxed{} needed)", "lm-eval-harness")
+def _math_last(s: Scored) -> float:
+    num = last_number(s.text)
+    return float(num is not None and math_equal(num, _gold(s)))
 
 
 @metric("boxed_found", "share of outputs with a \\boxed{} answer (format compliance)")

@@ -134,6 +134,15 @@ def extract_boxed(text: str | None) -> str | None:
 _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
 
 
+_LAST_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
+
+
+def last_number(text: str | None) -> str | None:
+    """The last number in a text (commas removed), e.g. 'The answer is 1,234.' -> '1234'."""
+    found = _LAST_NUMBER.findall(text or "")
+    return found[-1].replace(",", "").rstrip(".") if found else None
+
+
 def _as_number(s: str) -> float | None:
     if not s or not _NUMBER.match(s) or s in "+-.":
         return None

@@ -9,6 +9,8 @@ tokens, tool calls, wall time, trajectory ids into `DIR/trajectories.jsonl`), ap
 as each item finishes. A rerun of the same command skips the items already there, so a killed run
 loses only the items in flight and never duplicates one (a torn last line is ignored and redone).
 Items whose engine raised an `AgenticError` go to `DIR/errors.jsonl` and are retried on the next run.
+With `--judge URI`, the judge scores every row without a verdict after generation (`eval.judging`), so
+adding `--judge` to a finished run's command judges it without regenerating anything.
 `DIR/run.json` holds the exact config; a rerun with a different config into the same DIR is refused.
 `DIR/summary.json` (`eval.summary.summarize`) is rewritten at the end of every run.
 Not covered: distributing one run over several machines (shard with --limit / separate DIRs).
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -27,6 +30,7 @@ from typing import Any
 
 from agentic_infer.errors import AgenticError, ConfigError
 from eval.engines import Attempt, EngineContext, EvalOptions, get_engine
+from eval.judging import VERDICTS, judge_rows, make_judge
 from eval.metric_variants import Scored, backoff, score, search_o1_answer
 from eval.metrics import cover_exact_match, exact_match, f1_score
 from eval.stats import majority, pass_at_k
@@ -53,6 +57,7 @@ class RunConfig:
     limit: int | None = None
     samples: int = 1
     judge: str | None = None
+    judge_verdict: str = "json"  # json | yes-no (eval.judging)
     backoff: str | None = None  # DIR of a direct-generation run (Search-o1 answer backoff)
     concurrency: int = 1
     max_tokens: int = 512
@@ -69,6 +74,8 @@ class RunConfig:
             raise ConfigError(f"--corpus {self.corpus!r}: choose one of {', '.join(CORPORA)}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: must be >= 1")
+        if self.judge_verdict not in VERDICTS:
+            raise ConfigError(f"--judge-verdict {self.judge_verdict!r}: choose one of {', '.join(VERDICTS)}")
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: must be >= 1")
         self.options()  # validates the generation settings
@@ -81,7 +88,7 @@ class RunConfig:
     def identity(self) -> dict[str, Any]:
         """The settings a resumed run must share with the first one (limit and concurrency may change)."""
         d = asdict(self)
-        for k in ("limit", "concurrency", "out", "judge", "backoff"):
+        for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff"):
             d.pop(k)
         return d
 
@@ -213,22 +220,20 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
 
     record = {"config": asdict(cfg), "identity": cfg.identity(), "task": task.name, "data_sha256": file_sha256(data),
               "model": model_info(llm, cfg.backend), "toolkit_version": toolkit_version()}
+    judge = None
+    if cfg.judge or judge_llm is not None:
+        if judge_llm is None:  # the generating model judges itself when the URIs match: load it once
+            from agentic_infer.backends import load_llm
+
+            judge_llm = llm if cfg.judge == cfg.backend else load_llm(cfg.judge)
+        judge = make_judge(task.name, judge_llm, verdict=cfg.judge_verdict, cache=out / "judge_cache.sqlite")
+        record["judge_model"] = {**model_info(judge_llm, cfg.judge), "verdict": cfg.judge_verdict}
     _check_config(out, cfg, record)
     direct = {}
     if cfg.backoff:
         direct = {r["id"]: r.get("prediction") for r in read_results(Path(cfg.backoff) / "results.jsonl")}
         if not direct:
             raise ConfigError(f"--backoff {cfg.backoff}: no results.jsonl rows there (run the direct engine first)")
-    judge = None
-    if cfg.judge or judge_llm is not None:
-        from agentic_infer.engines.judge import EquivalenceJudge, SimpleQAGrader
-
-        if judge_llm is None:
-            from agentic_infer.backends import load_llm
-
-            judge_llm = load_llm(cfg.judge)
-        # SimpleQA is graded CORRECT / INCORRECT / NOT_ATTEMPTED, as published; other tasks: binary equivalence
-        judge = (SimpleQAGrader if task.name == "simpleqa" else EquivalenceJudge)(judge_llm)
     ctx = EngineContext(llm=llm, task=task, options=cfg.options(), retriever_for=make_retriever_factory(cfg, task, data))
     engine = spec.build(ctx)
 
@@ -249,12 +254,6 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
             try:
                 attempts = [await engine.solve(ex, sample=s) for s in range(n_samples)]
                 metrics = score_item(task, ex, attempts, direct_pred=direct.get(ex["id"]), has_backoff=bool(cfg.backoff))
-                if judge is not None:
-                    v = await judge.score(ex.get("user_question", ex["question"]), attempts[0].prediction,
-                                          " | ".join(ex["gold"]))
-                    metrics["judge_acc"] = float(v.correct)
-                    if task.name == "simpleqa":
-                        metrics["simpleqa_not_attempted"] = float(v.label == "NOT_ATTEMPTED")
             except AgenticError as e:
                 log.warning("%s %s: %s (retried on the next run)", task.name, ex["id"], e)
                 files[err_path].write(json.dumps({"id": ex["id"], "error": f"{type(e).__name__}: {e}"}) + "\n")
@@ -283,6 +282,8 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
         for f in files.values():
             f.close()
     rows = read_results(results_path)
+    if judge is not None and await judge_rows(rows, judge, concurrency=cfg.concurrency):
+        _rewrite(results_path, rows)
     if cfg.backoff:  # rows written before --backoff was given get the backoff metrics in the summary too
         for r in rows:
             if "search_o1_em_backoff" not in r["metrics"]:
@@ -291,6 +292,17 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
                         run_wall_s=time.perf_counter() - t_start)
     write_summary(out, summary)
     return summary
+
+
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Replace results.jsonl with `rows` atomically (a crash leaves the old file or the new one)."""
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 class _progress:

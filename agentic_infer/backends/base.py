@@ -171,6 +171,19 @@ async def thread_tokens(run: Any, what: str) -> AsyncIterator[Any]:
         await asyncio.to_thread(thread.join)
 
 
+def count_prompt_tokens(llm: Any, prompt: Any) -> int | None:
+    """Tokens in `prompt` by the backend's own tokenizer (token ids count as they are); None when the
+    prompt is a message list or the backend has no local tokenizer (a remote model without ?tokenizer=)."""
+    if isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
+        return len(prompt)
+    if not isinstance(prompt, str):
+        return None
+    try:
+        return len(llm.tokenizer.encode(prompt))
+    except (AgenticError, AttributeError, NotImplementedError):
+        return None
+
+
 def sample_seeds(params: SamplingParams) -> list[int]:
     """One seed per sample: `seed, seed+1, ...` when a seed is given, random ones otherwise."""
     if params.seed is not None:

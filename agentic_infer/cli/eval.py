@@ -1,9 +1,10 @@
-"""`agentic eval tasks | run | report`: benchmark tasks, the eval runner and run reports.
+"""`agentic eval tasks | run | report | judge-check`: benchmark tasks, the eval runner, run reports, judge checks.
 
     agentic eval tasks
     agentic eval run --task hotpotqa --data ../shared/data/multihop/hotpotqa_dev_distractor_150.jsonl \
         --engine search-o1 --corpus per-question --limit 10 --out runs/hq-so1
     agentic eval report runs/hq-direct runs/hq-so1 --out report.html
+    agentic eval judge-check --task hotpotqa --data PATH --judge URI --judge-verdict yes-no --pairs 100
 
 The library functions are `eval.tasks.list_tasks`, `eval.runner.run_eval` and `eval.report.write_report`.
 """
@@ -75,7 +76,8 @@ def run_cmd(
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="per-question | pooled | wiki-vital")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N examples.")] = None,
     samples: Annotated[int, typer.Option("--samples", help="Samples per question (pass@k, maj@k; deepconf budget).")] = 1,
-    judge: Annotated[Optional[str], typer.Option("--judge", help="Backend URI of an LLM judge (judge_acc).")] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", help="Backend URI of an LLM judge (judge_acc); added to a finished run's rows too.")] = None,
+    judge_verdict: Annotated[str, typer.Option("--judge-verdict", help="json (a JSON verdict) | yes-no (P(Yes) from one token, small judges).")] = "json",
     backoff: Annotated[Optional[Path], typer.Option("--backoff", help="DIR of a direct run: Search-o1 answer backoff.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory (results.jsonl, summary.json).")] = Path("runs/eval"),
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per generation (per turn for agents).")] = 512,
@@ -92,7 +94,7 @@ def run_cmd(
 
     cfg = RunConfig(task=task, data=str(data), engine=engine, out=str(out), backend=backend,
                     index=str(index) if index else None, corpus=corpus, limit=limit, samples=samples, judge=judge,
-                    backoff=str(backoff) if backoff else None, concurrency=concurrency, max_tokens=max_tokens,
+                    judge_verdict=judge_verdict, backoff=str(backoff) if backoff else None, concurrency=concurrency, max_tokens=max_tokens,
                     temperature=temperature, seed=seed, max_searches=max_searches, top_k=top_k,
                     engine_options=_options(opt or []))
     summary = asyncio.run(run_eval(cfg, progress=not quiet))
@@ -120,3 +122,38 @@ def report_cmd(
     paths = write_report(runs, out=out)
     for p in paths:
         typer.echo(str(p))
+
+
+@eval_app.command("judge-check")
+def judge_check_cmd(
+    task: Annotated[str, typer.Option("--task", help="Task name (its gold answers make the pairs).")],
+    data: Annotated[Path, typer.Option("--data", help="The benchmark file, in the task's published format.")],
+    judge: Annotated[str, typer.Option("--judge", help="Backend URI of the LLM judge to check.")],
+    judge_verdict: Annotated[str, typer.Option("--judge-verdict", help="json | yes-no")] = "json",
+    pairs: Annotated[int, typer.Option("--pairs", help="Labelled pairs, half equivalent.")] = 100,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the figures and every verdict as JSON.")] = None,
+) -> None:
+    """Check a judge on labelled pairs from gold answers before trusting its judge_acc (eval.judge_agreement)."""
+    from agentic_infer.backends import load_llm
+    from agentic_infer.engines.judge import MetricJudge
+    from eval.judge_agreement import judge_agreement, labelled_pairs
+    from eval.judging import make_judge
+    from eval.tasks import get_task
+
+    labelled = labelled_pairs(get_task(task).load(data), n=pairs, seed=seed)
+    judges = {f"{judge} ({judge_verdict})": make_judge(task, load_llm(judge), verdict=judge_verdict),
+              "exact_match (rule)": MetricJudge("exact_match"), "cover_em (rule)": MetricJudge("cover_exact_match")}
+    reports = {name: asyncio.run(judge_agreement(j, labelled)) for name, j in judges.items()}
+    table = Table(title=f"judge agreement on {len(labelled)} labelled {task} pairs")
+    table.add_column("judge", overflow="fold")
+    for col in ("accuracy", "balanced acc", "TPR", "TNR", "AUC", "invalid", "said correct"):
+        table.add_column(col)
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    for name, r in reports.items():
+        table.add_row(name, *(fmt(r[k]) for k in ("accuracy", "balanced_accuracy", "tpr", "tnr", "auc",
+                                                  "invalid_share", "correct_share")))
+    Console().print(table)
+    if out is not None:
+        out.write_text(json.dumps(reports, indent=1), encoding="utf-8")
+        typer.echo(str(out))

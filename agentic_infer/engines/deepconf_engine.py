@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_infer.backends.base import LLM
+from agentic_infer.backends.base import LLM, count_prompt_tokens
 from agentic_infer.engines.deepconf import (
     METRICS,
     GroupTracker,
@@ -332,7 +332,9 @@ class DeepConf:
         else:
             res = await self._online(question, prompt, prompt_text, ex)
         res.wall_s = time.monotonic() - t0
+        n_prompt = count_prompt_tokens(self.llm, prompt) or 0  # every trace sends the same prompt
         for t in res.traces:
+            t.trajectory.usage.prompt_tokens = n_prompt
             t.trajectory.metadata["deepconf_run"] = {
                 "run_id": res.run_id, "mode": res.mode, "variant": res.variant, "answer": res.answer,
                 "threshold": res.threshold, "consensus": res.consensus, "stop_reason": res.stop_reason}

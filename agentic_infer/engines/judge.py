@@ -8,6 +8,8 @@
 - `EquivalenceJudge`: binary "is the prediction semantically equivalent to the gold answer?" with a
   JSON verdict (Chain-of-Agents / ASearcher style); labels CORRECT / INCORRECT; over-long
   predictions are cut in the middle (`max_prediction_chars`).
+- `YesNoEquivalenceJudge`: the same question answered with one token; `score` = P(Yes) from the
+  logprobs (for small local judges that write no JSON; one token per item).
 - `SimpleQAGrader`: CORRECT / INCORRECT / NOT_ATTEMPTED with the anchored `parse_simpleqa_grade`.
 - `RubricJudge`: a 1-10 rating with reasons (tree search values, synth filters); `score` is the
   mean rating, `label` its rounded value.
@@ -21,7 +23,7 @@ with exponential backoff, re-sampling when no output parses (`parse_retries`), a
 batching with bounded concurrency. When nothing parses the verdict is label "INVALID", score 0.0,
 with the raw outputs kept in `samples` (and logged), never a silent pass.
 Prompts are ours (the reference prompts' facts, not their prose). Parsers: `judge_parse`.
-Not covered: pairwise preference judges, logprob-based scoring.
+Not covered: pairwise preference judges.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from agentic_infer.engines.judge_parse import (
     parse_rubric_score,
     parse_simpleqa_grade,
     truncate_middle,
+    yes_probability,
 )
 from agentic_infer.errors import AgenticError, BackendError, ConfigError
 from agentic_infer.types import Message, SamplingParams
@@ -140,6 +144,10 @@ class LLMJudge:
         """One output -> a parsed vote, or None when it holds no verdict."""
         raise NotImplementedError
 
+    def outputs(self, completions: Sequence[Any]) -> list[str]:
+        """The backend's completions -> the outputs that are parsed and cached (their texts by default)."""
+        return [c.text for c in completions]
+
     def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
         raise NotImplementedError
 
@@ -160,7 +168,7 @@ class LLMJudge:
         while True:
             try:
                 self.calls += 1
-                return [c.text for c in await self.llm.generate(prompt, self.params)]
+                return self.outputs(await self.llm.generate(prompt, self.params))
             except BackendError as e:
                 if not e.retryable or attempt >= self.max_retries:
                     raise
@@ -213,15 +221,19 @@ class EquivalenceJudge(LLMJudge):
     """Is the prediction semantically equivalent to the gold answer? CORRECT / INCORRECT from a JSON verdict."""
 
     def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        return self.case(question, prediction, reference) + (
+            'Reply with one JSON object and nothing else: {"reason": "<one sentence>", "equivalent": true|false}')
+
+    def case(self, question: str, prediction: str, reference: str | None) -> str:
+        """The instructions and the item, without the reply format."""
         if reference is None:
-            raise ConfigError("EquivalenceJudge.score needs a reference (gold) answer")
+            raise ConfigError(f"{type(self).__name__}.score needs a reference (gold) answer")
         return (
             "Decide whether the predicted answer means the same thing as the gold answer for this question. "
             "Ignore differences of wording, formatting, capitalisation, units written differently, and extra "
             "detail that does not contradict the gold answer. A prediction that hedges between several answers "
             "or gives a different entity, number or date is not equivalent.\n\n"
             f"Question: {question}\nGold answer: {reference}\nPredicted answer: {prediction}\n\n"
-            'Reply with one JSON object and nothing else: {"reason": "<one sentence>", "equivalent": true|false}'
         )
 
     def parse(self, text: str) -> tuple[bool, str] | None:
@@ -233,6 +245,48 @@ class EquivalenceJudge(LLMJudge):
         label = "CORRECT" if share > 0.5 else "INCORRECT"
         reason = next((p[1] for p, _ in parsed if p[0] == (label == "CORRECT")), "")
         return Verdict(label, share, reason, tuple(outputs))
+
+
+class YesNoEquivalenceJudge(EquivalenceJudge):
+    """The equivalence question answered with one token: `score` = P(Yes) / (P(Yes) + P(No)), CORRECT above 0.5.
+
+    For judges that do not write reliable JSON (small local models) and for cheap judging: one generated
+    token with `top_logprobs` alternatives, greedy, one sample. A backend without logprobs falls back to
+    the token's text (Yes -> 1.0, No -> 0.0); an answer that is neither is INVALID after `parse_retries`.
+    The cached output is the probability, written `P(yes)=0.8123`.
+    """
+
+    _OUTPUT = re.compile(r"^P\(yes\)=([01](?:\.\d+)?)$")
+
+    def __init__(self, llm: LLM, *, top_logprobs: int = 20, **kw: Any):
+        if kw.get("samples", 1) != 1:
+            raise ConfigError(f"YesNoEquivalenceJudge: samples={kw['samples']!r}; P(Yes) is read from one greedy "
+                              "token, so it takes samples=1 (use EquivalenceJudge for self-consistency)")
+        kw.update(max_tokens=1, temperature=0.0)
+        super().__init__(llm, **kw)
+        self.params = self.params.replace(logprobs=top_logprobs)
+
+    def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
+        return self.case(question, prediction, reference) + (
+            "Is the predicted answer equivalent to the gold answer? Answer Yes or No.")
+
+    def outputs(self, completions: Sequence[Any]) -> list[str]:
+        out = []
+        for c in completions:
+            p = yes_probability(c)
+            word = c.text.strip().lower()
+            if p is None and word in ("yes", "no"):
+                p = float(word == "yes")
+            out.append(f"P(yes)={p:.4f}" if p is not None else c.text)
+        return out
+
+    def parse(self, text: str) -> float | None:
+        m = self._OUTPUT.match(text.strip())
+        return float(m.group(1)) if m else None
+
+    def aggregate(self, parsed: list[tuple[Any, str]], outputs: list[str]) -> Verdict:
+        p = parsed[0][0]
+        return Verdict("CORRECT" if p > 0.5 else "INCORRECT", p, f"P(Yes)={p:.4f}", tuple(outputs))
 
 
 class SimpleQAGrader(LLMJudge):
@@ -336,6 +390,7 @@ __all__ = [
     "RubricJudge",
     "SimpleQAGrader",
     "Verdict",
+    "YesNoEquivalenceJudge",
     "parse_equivalence",
     "parse_rubric_score",
     "parse_simpleqa_grade",

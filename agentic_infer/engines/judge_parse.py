@@ -9,6 +9,8 @@
   grader that writes NOT_ATTEMPTED is never scored CORRECT.
 - `parse_rubric_score(text) -> float | None`: the last `Score: N` (or `N/10`, or `{"score": N}`)
   with 1 <= N <= 10.
+- `yes_probability(completion) -> float | None`: P(yes) / (P(yes) + P(no)) from the first generated
+  token's top logprobs (the yes/no judge, RAP's self-evaluation).
 - `strip_thinking`, `truncate_middle`: helpers.
 
 All return None when the text does not hold a verdict; none of them raises on model output.
@@ -17,6 +19,7 @@ All return None when the text does not hold a verdict; none of them raises on mo
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -189,5 +192,26 @@ def parse_rubric_score(text: str, *, low: float = 1, high: float = 10) -> float 
     return value
 
 
+def yes_probability(comp: Any, *, yes: str = "yes", no: str = "no") -> float | None:
+    """P(yes) / (P(yes) + P(no)) from the FIRST generated token's top alternatives; None when unavailable."""
+    lps = getattr(comp, "logprobs", None)
+    if not lps:
+        return None
+    first = lps[0]
+    cands = list(first.top) or []
+    if not any(c.token for c in cands):
+        cands = []
+    py = pn = 0.0
+    for c in cands + [first]:
+        tok = (getattr(c, "token", "") or "").strip().lower()
+        if tok and yes.startswith(tok):
+            py = max(py, math.exp(c.logprob))
+        elif tok and no.startswith(tok):
+            pn = max(pn, math.exp(c.logprob))
+    if py + pn == 0:
+        return None
+    return py / (py + pn)
+
+
 __all__ = ["SIMPLEQA_LABELS", "parse_equivalence", "parse_rubric_score", "parse_simpleqa_grade", "strip_thinking",
-           "truncate_middle"]
+           "truncate_middle", "yes_probability"]

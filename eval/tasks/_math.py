@@ -38,7 +38,8 @@ def math_loader(task: str, fmt: str, *, question: Sequence[str] = ("problem", "q
     return load
 
 
-def math_task(name: str, desc: str, fmt: str, files: tuple[str, ...], loader) -> Task:
-    return Task(name=name, family="math", description=desc, data_format=fmt, loader=loader, metrics=MATH_METRICS,
+def math_task(name: str, desc: str, fmt: str, files: tuple[str, ...], loader, *,
+              metrics: tuple[str, ...] = MATH_METRICS) -> Task:
+    return Task(name=name, family="math", description=desc, data_format=fmt, loader=loader, metrics=metrics,
                 primary="math_equal", default_files=files, prompts=dict(MATH_PROMPTS), extract=extract_boxed_only,
                 engines=("direct", "cot", "tir", "deepconf", "lats", "rap"))

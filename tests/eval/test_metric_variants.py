@@ -57,6 +57,17 @@ def test_math_metric():
         "math_equal": 1.0, "boxed_found": 1.0}
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("She sells 9 eggs at $2, so she makes $18.", 1.0),      # no \boxed{}: only the flexible extraction credits it
+    ("16 - 3 - 4 = 9 eggs; 9 * 2 = 18. The answer is 1,8.", 1.0),  # commas are dropped, as lm-eval does
+    ("The answer is 18 dollars, or 36 half-dollars.", 0.0),  # the LAST number counts
+    ("No number here.", 0.0),
+])
+def test_gsm8k_flexible_extract(text, expected):
+    s = score(["math_equal", "math_equal_last_number"], Scored(None, ["18"], text=text))
+    assert s == {"math_equal": 0.0, "math_equal_last_number": expected}
+
+
 @pytest.mark.parametrize(("expr", "nums", "ok"), [
     ("(1+2+3)*4", "1 2 3 4", True), ("4*(3+2+1)", "1 2 3 4", True), ("8/(3-8/3)", "3 3 8 8", True),
     ("(1+2+3)*4", "1 2 3 5", False), ("24", "1 2 3 4", False), ("1+2+3+4", "1 2 3 4", False),

@@ -139,6 +139,31 @@ async def test_judge_backoff_and_samples(hq, tmp_path):
     assert s["metrics"]["pass@1"]["mean"] == pytest.approx((1 / 3 + 2 / 3) / 2)
 
 
+async def test_judge_added_to_a_finished_run_without_regenerating(hq, tmp_path):
+    out = tmp_path / "run"
+    answers = iter(["\\boxed{Rush}", ""] * 4)
+    cfg = RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out))
+    await run_eval(cfg, llm=FakeLLM(lambda p: next(answers)), progress=False)
+    before = read_results(out / "results.jsonl")
+    judge = FakeLLM(["Yes"] * 4)  # yes-no verdicts; empty predictions are judged without a call
+    cfg = RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out), judge="fake://", judge_verdict="yes-no")
+    s = await run_eval(cfg, llm=FakeLLM([]), judge_llm=judge, progress=False)  # FakeLLM([]) fails if asked
+    after = read_results(out / "results.jsonl")
+    assert [r["id"] for r in after] == [r["id"] for r in before] and judge.remaining == 0
+    assert [r["metrics"]["judge_acc"] for r in after] == [1.0, 0.0] * 4
+    assert all(r["prediction"] == b["prediction"] for r, b in zip(after, before))
+    assert s["metrics"]["judge_acc"]["mean"] == 0.5 and json.loads((out / "run.json").read_text())["judge_model"]["verdict"] == "yes-no"
+    s = await run_eval(cfg, llm=FakeLLM([]), judge_llm=judge, progress=False)  # all judged by it: no calls
+    assert s["metrics"]["judge_acc"]["mean"] == 0.5
+    cfg.judge_verdict = "json"  # another judge: every row is judged again
+    s = await run_eval(cfg, llm=FakeLLM([]), judge_llm=FakeLLM(reply='{"equivalent": false, "reason": "no"}'),
+                       progress=False)
+    assert s["metrics"]["judge_acc"]["mean"] == 0.0
+    assert {r["judged_by"] for r in read_results(out / "results.jsonl")} == {"EquivalenceJudge:fake"}
+    with pytest.raises(ConfigError, match="--judge-verdict 'xml'"):
+        RunConfig(task="hotpotqa", data=str(hq), judge_verdict="xml")
+
+
 async def test_engine_and_corpus_errors(hq, tmp_path):
     with pytest.raises(ConfigError, match="pass --index DIR or --corpus"):
         await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", out=str(tmp_path / "x")),

@@ -222,7 +222,7 @@ class MathEnv:
         return state["answer"]
 
     def agreement_key(self, state: dict[str, Any]) -> str:
-        from agentic_infer.engines.tree.prompting import last_number
+        from eval.metrics import last_number
 
         if state["answer"] is not None:
             return "finish:" + (last_number(state["answer"]) or state["answer"].strip().lower())

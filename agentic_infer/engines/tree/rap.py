@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.engines.deepconf import answer_weights, token_confidence
+from agentic_infer.engines.judge_parse import yes_probability
 from agentic_infer.engines.tree.base import Budget, Evaluation, Meter, Proposal, SearchConfigBase
-from agentic_infer.engines.tree.prompting import as_chat, mean_logprob, vote_share, yes_probability
+from agentic_infer.engines.tree.prompting import as_chat, mean_logprob, vote_share
 from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch
 from agentic_infer.engines.tree.table import Node, Tree
 from agentic_infer.errors import ConfigError

@@ -22,8 +22,9 @@ from typing import Any
 
 from agentic_infer.engines.tree import blocksworld as bw
 from agentic_infer.engines.tree.game24 import _ACTION, Game24Env, fmt
-from agentic_infer.engines.tree.prompting import first_line, last_number
+from agentic_infer.engines.tree.prompting import first_line
 from agentic_infer.errors import ParseError
+from eval.metrics import last_number
 
 _LEFT = re.compile(r"left\s*:?\s*((?:-?\d+(?:/\d+)?[\s,]*)+)", re.I)
 

@@ -85,3 +85,17 @@ def test_killed_process_resumes_without_duplicates(tmp_path, data):
     rows = [json.loads(x) for x in results.read_text().splitlines() if x.strip()]
     assert sorted(r["id"] for r in rows) == [f"q{i}" for i in range(6)]
     assert all(r["prediction"] == "Rush" for r in rows)
+
+
+def test_judge_check_prints_the_agreement_table(data, tmp_path, capsys):
+    out = tmp_path / "agreement.json"
+    hotpot = [{**r, "answer": f"band {i}"} for i, r in enumerate(HOTPOT)]
+    data.write_text("\n".join(json.dumps(r) for r in hotpot), encoding="utf-8")
+    code, text, err = _run(["eval", "judge-check", "--task", "hotpotqa", "--data", str(data), "--judge",
+                            "fake://?reply=Yes", "--judge-verdict", "yes-no", "--pairs", "6", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "judge agreement on 6 labelled hotpotqa pairs" in text
+    reports = json.loads(out.read_text())
+    assert set(reports) == {"fake://?reply=Yes (yes-no)", "exact_match (rule)", "cover_em (rule)"}
+    [llm_judge] = [r for name, r in reports.items() if name.startswith("fake://")]
+    assert llm_judge["tpr"] == 1.0 and llm_judge["tnr"] == 0.0 and len(llm_judge["verdicts"]) == 6

@@ -1,5 +1,5 @@
 """Judges over FakeLLM scripts: well-formed and malformed verdicts, self-consistency, retries, the
-SQLite cache hit path, batching, and the rule-based MetricJudge."""
+SQLite cache hit path, batching, the rule-based MetricJudge; the yes/no judge also on the embedded model."""
 
 import pytest
 
@@ -12,6 +12,7 @@ from agentic_infer.engines.judge import (
     RubricJudge,
     SimpleQAGrader,
     Verdict,
+    YesNoEquivalenceJudge,
     parse_equivalence,
     parse_rubric_score,
     parse_simpleqa_grade,
@@ -196,3 +197,35 @@ async def test_metric_judge():
     v = await MetricJudge("f1", threshold=0.5).score("q", "Barack Obama", ["Obama"])
     assert v.label == "CORRECT" and v.score == pytest.approx(2 / 3)
     assert (await MetricJudge().score("q", None, "x")).label == "INCORRECT"
+
+
+# --------------------------------------------------------------------------------------------------
+# The yes/no judge: P(Yes) from one token's logprobs
+
+
+async def test_yes_no_judge_reads_the_first_token(tmp_path):
+    llm = FakeLLM(["Yes", "No", "Maybe", "Perhaps"])  # FakeLLM's byte tokens: "Y" / "N" / "M" / "P"
+    judge = YesNoEquivalenceJudge(llm, cache=tmp_path / "j.sqlite")
+    yes = await judge.score("Who wrote Hamlet?", "Shakespeare", "William Shakespeare")
+    assert (yes.label, yes.score, yes.samples) == ("CORRECT", 1.0, ("P(yes)=1.0000",))
+    assert "Answer Yes or No.<|im_end|>" in llm.prompts[0] and "Gold answer: William Shakespeare" in llm.prompts[0]
+    no = await judge.score("Who wrote Hamlet?", "Dickens", "William Shakespeare")
+    assert (no.label, no.score) == ("INCORRECT", 0.0)
+    bad = await judge.score("q", "a", "b")  # neither yes nor no, twice (parse_retries=1)
+    assert bad.label == INVALID and bad.samples == ("M", "P")
+    again = await judge.score("Who wrote Hamlet?", "Shakespeare", "William Shakespeare")
+    assert again.cached and again.score == 1.0 and llm.remaining == 0
+    with pytest.raises(ConfigError, match="samples=3"):
+        YesNoEquivalenceJudge(llm, samples=3)
+
+
+async def test_yes_no_judge_on_the_embedded_model(embedded_llm):
+    from agentic_infer.engines.judge_parse import yes_probability
+    from agentic_infer.types import SamplingParams
+
+    judge = YesNoEquivalenceJudge(embedded_llm)
+    v = await judge.score("What is the capital of France?", "Paris", "Paris")
+    assert v.label in ("CORRECT", "INCORRECT") and 0.0 < v.score < 1.0
+    prompt = embedded_llm.render(judge.messages("What is the capital of France?", "Paris", "Paris"))
+    [c] = await embedded_llm.generate(prompt, SamplingParams(max_tokens=1, temperature=0.0, logprobs=20))
+    assert v.score == pytest.approx(yes_probability(c), abs=1e-4)

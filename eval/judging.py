@@ -1,0 +1,78 @@
+"""LLM-judge metrics of an eval run, added to its rows after generation: `judge_acc` (and, on SimpleQA,
+`simpleqa_not_attempted`).
+
+    judge = make_judge("hotpotqa", load_llm("openai://host:8000/v1?model=M"), verdict="json", cache=out / "judge.sqlite")
+    judged = await judge_rows(rows, judge, concurrency=8)   # rows without judge_acc only
+
+Judging is a phase of its own so that a judge can be added to a finished run (rerun the same command
+with `--judge`) or swapped for another (rerun with the other `--judge`: rows record `judged_by`), without
+regenerating.
+Verdicts go through the judge's SQLite cache in the run directory, so a killed judging phase loses no
+verdict it already paid for. An empty prediction is judged INCORRECT (SimpleQA: NOT_ATTEMPTED) without a
+call. Verdict formats: `json` (`EquivalenceJudge`; SimpleQA: `SimpleQAGrader`, as published) and `yes-no`
+(`YesNoEquivalenceJudge`, P(Yes) from one token's logprobs, for small local judges; on SimpleQA it
+gives no NOT_ATTEMPTED grade). Check a judge against labelled pairs first: `eval.judge_agreement`.
+Not covered: several judges voting on one run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from agentic_infer.engines.judge import EquivalenceJudge, LLMJudge, SimpleQAGrader, YesNoEquivalenceJudge
+from agentic_infer.errors import AgenticError, ConfigError
+
+log = logging.getLogger(__name__)
+VERDICTS = ("json", "yes-no")
+
+
+def make_judge(task: str, llm: Any, *, verdict: str = "json", cache: str | Path | None = None) -> LLMJudge:
+    """The judge an eval run uses for `task` with the given verdict format."""
+    if verdict not in VERDICTS:
+        raise ConfigError(f"--judge-verdict {verdict!r}: choose one of {', '.join(VERDICTS)}")
+    if verdict == "yes-no":
+        return YesNoEquivalenceJudge(llm, cache=cache)
+    return (SimpleQAGrader if task == "simpleqa" else EquivalenceJudge)(llm, cache=cache)
+
+
+def judge_id(judge: Any) -> str:
+    """Which judge gave a verdict (kind and model), stored in each judged row as `judged_by`."""
+    return f"{type(judge).__name__}:{getattr(judge, 'model', '')}"
+
+
+async def judge_rows(rows: list[dict[str, Any]], judge: LLMJudge, *, concurrency: int = 1) -> int:
+    """Add the judge metrics to the rows this judge has not judged yet (in place); returns how many it judged.
+
+    A row judged by another judge (`judged_by` differs) is judged again, so a run's verdicts always come
+    from the judge of its latest command.
+
+    A row whose judge call fails (after the judge's retries) keeps no judge metric and is judged again
+    on the next run; the failure is logged.
+    """
+    graded = isinstance(judge, SimpleQAGrader)  # SimpleQA's three grades
+    sem = asyncio.Semaphore(max(1, concurrency))
+    who = judge_id(judge)
+    todo = [r for r in rows if r.get("judged_by") != who]
+
+    async def one(row: dict[str, Any]) -> bool:
+        pred = row.get("prediction")
+        if not pred:
+            label = "NOT_ATTEMPTED" if graded else "INCORRECT"
+        else:
+            async with sem:
+                try:
+                    v = await judge.score(row["question"], pred, " | ".join(map(str, row["gold"])))
+                except AgenticError as e:
+                    log.warning("judge failed on %s (%s); judged again on the next run", row["id"], e)
+                    return False
+            label = v.label
+        row["metrics"]["judge_acc"] = float(label == "CORRECT")
+        if graded:
+            row["metrics"]["simpleqa_not_attempted"] = float(label == "NOT_ATTEMPTED")
+        row["judged_by"] = who
+        return True
+
+    return sum(await asyncio.gather(*(one(r) for r in todo)))

@@ -1,0 +1,38 @@
+"""Every eval engine through the runner on the embedded model (SmolLM2-135M, llama.cpp): one item each,
+tiny budgets. Checks that a real backend's completions flow through each engine into results, trajectories
+and the summary; the answers of a 135M model are not asserted (bench/eval_engines.py measures them)."""
+
+import json
+
+import pytest
+
+from eval.runner import RunConfig, run_eval
+from eval.summary import read_results
+from tests.conftest import shared_data
+
+GSM8K = "math/gsm8k_test.jsonl"
+GAME24 = "puzzles/game24_ranked_1_900.csv"
+CASES = {
+    "cot": ("gsm8k", GSM8K, dict(max_tokens=48)),
+    "tir": ("gsm8k", GSM8K, dict(max_tokens=48)),
+    "deepconf": ("gsm8k", GSM8K, dict(max_tokens=32, samples=2)),
+    "lats": ("game24", GAME24, dict(max_tokens=32, engine_options={"budget": {"tokens": 600, "iterations": 2}})),
+    "rap": ("game24", GAME24, dict(max_tokens=32, engine_options={"iterations": 1, "n_actions": 2})),
+}
+
+
+@pytest.mark.parametrize("engine", list(CASES))
+async def test_engine_runs_on_the_embedded_model(embedded_llm, tmp_path, engine):
+    task, data, settings = CASES[engine]
+    out = tmp_path / engine
+    s = await run_eval(RunConfig(task=task, data=str(shared_data(data)), engine=engine, out=str(out), limit=1,
+                                 **settings), llm=embedded_llm, progress=False)
+    [row] = read_results(out / "results.jsonl")
+    assert s["n"] == 1 and s["model"]["class"] == "LlamaCppLLM"
+    assert row["completion_tokens"] > 0 and row["prompt_tokens"] > 0 and row["llm_calls"] >= 1
+    trajs = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert {t["id"] for t in trajs} == set(row["trajectory_ids"])
+    if engine == "deepconf":
+        assert len(row["predictions"]) == 2 and "deepconf" in row
+    if engine in ("lats", "rap"):
+        assert row["tree"]["feedback"] == "judge" and row["tree"]["nodes"] >= 1
