@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentic_infer.backends.base import LLM
+from agentic_infer.backends.base import LLM, count_prompt_tokens
 from agentic_infer.engines.dialects import Dialect, ParsedAction, extract_answer, parse_action
 from agentic_infer.errors import BackendError, ConfigError, ContextLengthError
 from agentic_infer.types import Message, SamplingParams, Step, Trajectory, Usage
@@ -192,7 +192,8 @@ class AgentLoop:
         usage = ep.trajectory.usage
         usage.llm_calls += 1
         usage.completion_tokens += comp.num_tokens
-        usage.prompt_tokens += comp.prompt_tokens or 0
+        usage.prompt_tokens += (comp.prompt_tokens if comp.prompt_tokens is not None
+                                else count_prompt_tokens(self.llm, ep.text) or 0)
         ep.generated += comp.num_tokens
         ep.output += comp.text
         ep.trajectory.add("model", comp.text, token_ids=comp.token_ids, logprobs=comp.logprobs, turn=ep.turns,

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentic_infer.backends.base import LLM
+from agentic_infer.backends.base import LLM, count_prompt_tokens
 from agentic_infer.errors import BackendError
 from agentic_infer.tools.web import context_window
 from agentic_infer.types import Message, SamplingParams, Usage
@@ -100,13 +100,15 @@ class ReasonInDocuments:
 
     async def one(self, prev_output: str, query: str, docs: Sequence, *, seed: int | None = None) -> RidResult:
         params = self.sampling if seed is None else self.sampling.replace(seed=seed)
+        prompt = self.prompt(prev_output, query, docs)
         try:
-            [comp] = await self.llm.generate(self.prompt(prev_output, query, docs), params)
+            [comp] = await self.llm.generate(prompt, params)
         except BackendError as e:
             return RidResult(NOTHING_FOUND, f"<error: {e}>", Usage(llm_calls=1))
         raw = f"{FINAL_MARKER}\n\n{comp.text}" if self.prefill else comp.text
+        n_prompt = comp.prompt_tokens if comp.prompt_tokens is not None else count_prompt_tokens(self.llm, prompt)
         return RidResult(extract_final_information(raw), raw,
-                         Usage(completion_tokens=comp.num_tokens, llm_calls=1))
+                         Usage(prompt_tokens=n_prompt or 0, completion_tokens=comp.num_tokens, llm_calls=1))
 
     async def many(self, items: Sequence[tuple[str, str, Sequence]], *, seeds: Sequence[int | None] | None = None
                    ) -> list[RidResult]:

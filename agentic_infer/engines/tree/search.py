@@ -313,13 +313,16 @@ class TreeSearch:
         self.meter.check()
 
     # -- driver ------------------------------------------------------------------------------------
+    def _root_stop(self) -> str:
+        return "no valid action at the root" if self.tree.root.details.get("dead_end") else "root is terminal"
+
     async def step(self) -> str | None:
         """One MCTS iteration; the stop reason when the search is over, else None. The tree's
         `budget` is updated, so the node table alone is enough to resume (LangGraph checkpoints)."""
         reason: str | None = None
         try:
             if self.tree.root.terminal:
-                raise _Stop("root is terminal")
+                raise _Stop(self._root_stop())
             self._iteration_gate()
             before, calls = len(self.tree.nodes), self.meter.spent.llm_calls
             await self.mcts_iteration()
@@ -340,7 +343,7 @@ class TreeSearch:
         reason = "search space exhausted"
         try:
             if self.tree.root.terminal:
-                raise _Stop("root is terminal")
+                raise _Stop(self._root_stop())
             if self.s.algorithm == "mcts":
                 while True:
                     stop = await self.step()

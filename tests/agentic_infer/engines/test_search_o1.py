@@ -45,6 +45,8 @@ async def test_search_rid_insertion_and_answer(retriever):
     assert step.action == "search" and step.arguments == {"query": "Eiffel Tower city"}
     assert step.metadata["status"] == "executed" and step.metadata["doc_ids"][0] == "d1"
     assert traj.usage.tool_calls == 1 and traj.usage.llm_calls == 2 + 1  # two turns + one RiD call
+    # every prompt read is counted, Reason-in-Documents' included (FakeLLM: one token per byte)
+    assert traj.usage.prompt_tokens == sum(len(p.encode()) for p in llm.prompts + rid.prompts)
     # RiD saw the query, the documents and the reasoning so far
     assert "Eiffel Tower city" in rid.prompts[0] and "wrought-iron" in rid.prompts[0]
     assert "I should look it up." in rid.prompts[0]

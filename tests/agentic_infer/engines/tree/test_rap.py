@@ -55,6 +55,11 @@ async def test_rap_fallbacks_without_logprobs():
     assert all("fallback" in n.details["likelihood_source"] for n in kids)
 
 
+async def test_no_valid_action_at_the_root_is_named_as_such():
+    res = await run_rap(FakeLLM(reply="I like turtles."), Game24RAPTask("1 1 4 6"), iterations=4, n_actions=2)
+    assert res.stop_reason == "no valid action at the root" and res.answer is None and len(res.tree.nodes) == 1
+
+
 def test_rap_weights_validation():
     with pytest.raises(ConfigError):
         RAPWeights(0, 0, 0, 0)
