@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -25,42 +26,18 @@ from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 
 from agentic_infer.errors import ConfigError  # noqa: E402
-from agentic_infer.tools.retrieval import Document, Retriever  # noqa: E402
+from agentic_infer.tools.retrieval import Retriever  # noqa: E402
 from agentic_infer.tools.retrieval.client import RemoteRetriever, RetrievalServerError  # noqa: E402
 from agentic_infer.tools.retrieval.memory import InMemoryRetriever  # noqa: E402
 from agentic_infer.tools.retrieval.server import serve_in_thread  # noqa: E402
+from tests.sample_docs import SAMPLE_DOCS  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[4] / ".." / "shared" / "data"
 HOTPOT_CORPUS = SHARED / "multihop" / "hotpotqa_train_100_corpus.json"
 
-DOCS = [
-    Document(
-        "canberra",
-        "Canberra",
-        "Canberra is the capital city of Australia, chosen as a compromise between Sydney and Melbourne.",
-    ),
-    Document(
-        "sydney",
-        "Sydney",
-        "Sydney is the most populous city in Australia and home to the Sydney Opera House.",
-    ),
-    Document(
-        "ottawa",
-        "Ottawa",
-        "Ottawa is the capital of Canada and stands on the south bank of the Ottawa River.",
-    ),
-    Document(
-        "dune",
-        "Dune (novel)",
-        "Dune is a 1965 science fiction novel by the American author Frank Herbert.\nIt won the Hugo Award.",
-    ),
-    Document(
-        "herbert",
-        "Frank Herbert",
-        "Frank Herbert was an American science fiction author best known for Dune.",
-        {"born": 1920},
-    ),
-]
+# the shared passages, with a newline in one text and metadata on another (both must survive the wire)
+DOCS = [*SAMPLE_DOCS[:3], replace(SAMPLE_DOCS[3], text=SAMPLE_DOCS[3].text + "\nIt won the Hugo Award."),
+        replace(SAMPLE_DOCS[4], metadata={"born": 1920})]
 
 
 @pytest.fixture(scope="module")
