@@ -31,11 +31,23 @@ _REACT = re.compile(r"\b(search|lookup|finish)\s*\[(.*?)\]", re.I | re.S)
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
-def _trace(state: dict[str, Any]) -> str:
-    return " | ".join(f"{s['action']} -> {s['observation'][:300]}" for s in state["steps"]) or "(no actions yet)"
+class _StepsEnv:
+    """Shared by the text-action environments: state = {"steps": [...], "answer": ...}; an answer or
+    `max_steps` actions end the episode."""
+
+    max_steps: int
+
+    def is_terminal(self, state: dict[str, Any]) -> bool:
+        return state["answer"] is not None or len(state["steps"]) >= self.max_steps
+
+    def describe(self, state: dict[str, Any]) -> str:
+        return " | ".join(f"{s['action']} -> {s['observation'][:300]}" for s in state["steps"]) or "(no actions yet)"
+
+    def answer(self, state: dict[str, Any]) -> str | None:
+        return state["answer"]
 
 
-class RetrievalQAEnv:
+class RetrievalQAEnv(_StepsEnv):
     name = "retrieval_qa"
     instructions = ("Answer the question by interleaving actions. Available actions, one per step:\n"
                     "search[query]: search the corpus and read the top passages;\n"
@@ -77,15 +89,6 @@ class RetrievalQAEnv:
                 obs = f"(Result {i + 1}/{len(sents)}) {sents[i]}" if i < len(sents) else f"No more results for {arg!r}."
         s["steps"].append({"action": action, "observation": obs})
         return s, {"observation": obs, "valid": m is not None}
-
-    def is_terminal(self, state: dict[str, Any]) -> bool:
-        return state["answer"] is not None or len(state["steps"]) >= self.max_steps
-
-    def describe(self, state: dict[str, Any]) -> str:
-        return _trace(state)
-
-    def answer(self, state: dict[str, Any]) -> str | None:
-        return state["answer"]
 
     def agreement_key(self, state: dict[str, Any]) -> str:
         from eval.metrics import normalize_answer
@@ -176,7 +179,7 @@ class ProgramEnv:
 _MATH = re.compile(r"\b(calculate|finish)\s*\[(.*?)\]", re.I | re.S)
 
 
-class MathEnv:
+class MathEnv(_StepsEnv):
     name = "math"
     instructions = ("Solve the math problem step by step. Each step is one short line of reasoning, or "
                     "calculate[expression] to evaluate arithmetic, or finish[answer] with the final answer.")
@@ -211,15 +214,6 @@ class MathEnv:
             obs = "(noted)"
         s["steps"].append({"action": action, "observation": obs})
         return s, {"observation": obs}
-
-    def is_terminal(self, state: dict[str, Any]) -> bool:
-        return state["answer"] is not None or len(state["steps"]) >= self.max_steps
-
-    def describe(self, state: dict[str, Any]) -> str:
-        return _trace(state)
-
-    def answer(self, state: dict[str, Any]) -> str | None:
-        return state["answer"]
 
     def agreement_key(self, state: dict[str, Any]) -> str:
         from eval.metrics import last_number

@@ -159,20 +159,15 @@ def build_index(
         }
         timings = {"corpus_s": round(t_corpus, 3)}
         sections: dict[str, Any] = {}
-        if kind in ("bm25", "hybrid"):
+        for part, cls, config in (("bm25", BM25Index, bm25), ("dense", DenseIndex, dense)):
+            if kind not in (part, "hybrid"):
+                continue
             t = time.perf_counter()
-            b = BM25Index.build(store, config=bm25, progress=progress)
-            part_dir = tmp / "bm25" if kind == "hybrid" else tmp
+            built = cls.build(store, config=config, progress=progress)
+            part_dir = tmp / part if kind == "hybrid" else tmp  # a hybrid index holds both in subfolders
             part_dir.mkdir(exist_ok=True)
-            sections["bm25"] = b.save(part_dir)
-            timings["bm25_s"] = round(time.perf_counter() - t, 3)
-        if kind in ("dense", "hybrid"):
-            t = time.perf_counter()
-            d = DenseIndex.build(store, config=dense, progress=progress)
-            part_dir = tmp / "dense" if kind == "hybrid" else tmp
-            part_dir.mkdir(exist_ok=True)
-            sections["dense"] = d.save(part_dir)
-            timings["dense_s"] = round(time.perf_counter() - t, 3)
+            sections[part] = built.save(part_dir)
+            timings[f"{part}_s"] = round(time.perf_counter() - t, 3)
         if progress:
             progress("save", 0, None)
         if kind == "hybrid":
