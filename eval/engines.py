@@ -148,11 +148,8 @@ class PromptEngine:
         traj.add("model", completion.text, token_ids=completion.token_ids, logprobs=completion.logprobs)
         traj.answer = self.ctx.task.extract(completion.text)
         traj.finish_reason = completion.finish_reason
-        n_prompt = completion.prompt_tokens
-        if n_prompt is None:
-            n_prompt = count_prompt_tokens(llm, prompt) or 0
-        traj.usage = Usage(prompt_tokens=n_prompt, completion_tokens=completion.num_tokens,
-                           llm_calls=1, wall_s=wall)
+        traj.usage = Usage(prompt_tokens=count_prompt_tokens(llm, prompt, completion.prompt_tokens),
+                           completion_tokens=completion.num_tokens, llm_calls=1, wall_s=wall)
         return _from_trajectory(traj, wall_s=wall)
 
 

@@ -29,10 +29,14 @@ log = logging.getLogger(__name__)
 VERDICTS = ("json", "yes-no")
 
 
-def make_judge(task: str, llm: Any, *, verdict: str = "json", cache: str | Path | None = None) -> LLMJudge:
-    """The judge an eval run uses for `task` with the given verdict format."""
+def check_verdict(verdict: str) -> None:
     if verdict not in VERDICTS:
         raise ConfigError(f"--judge-verdict {verdict!r}: choose one of {', '.join(VERDICTS)}")
+
+
+def make_judge(task: str, llm: Any, *, verdict: str = "json", cache: str | Path | None = None) -> LLMJudge:
+    """The judge an eval run uses for `task` with the given verdict format."""
+    check_verdict(verdict)
     if verdict == "yes-no":
         return YesNoEquivalenceJudge(llm, cache=cache)
     return (SimpleQAGrader if task == "simpleqa" else EquivalenceJudge)(llm, cache=cache)

@@ -30,7 +30,7 @@ from typing import Any
 
 from agentic_infer.errors import AgenticError, ConfigError
 from eval.engines import Attempt, EngineContext, EvalOptions, get_engine
-from eval.judging import VERDICTS, judge_rows, make_judge
+from eval.judging import check_verdict, judge_rows, make_judge
 from eval.metric_variants import Scored, backoff, score, search_o1_answer
 from eval.metrics import cover_exact_match, exact_match, f1_score
 from eval.stats import majority, pass_at_k
@@ -74,8 +74,7 @@ class RunConfig:
             raise ConfigError(f"--corpus {self.corpus!r}: choose one of {', '.join(CORPORA)}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: must be >= 1")
-        if self.judge_verdict not in VERDICTS:
-            raise ConfigError(f"--judge-verdict {self.judge_verdict!r}: choose one of {', '.join(VERDICTS)}")
+        check_verdict(self.judge_verdict)
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: must be >= 1")
         self.options()  # validates the generation settings

@@ -171,17 +171,20 @@ async def thread_tokens(run: Any, what: str) -> AsyncIterator[Any]:
         await asyncio.to_thread(thread.join)
 
 
-def count_prompt_tokens(llm: Any, prompt: Any) -> int | None:
-    """Tokens in `prompt` by the backend's own tokenizer (token ids count as they are); None when the
-    prompt is a message list or the backend has no local tokenizer (a remote model without ?tokenizer=)."""
+def count_prompt_tokens(llm: Any, prompt: Any, reported: int | None = None) -> int:
+    """Prompt tokens of one call: the backend's own count when it `reported` one, else `prompt` counted by
+    its tokenizer (token ids count as they are); 0 when neither is possible (a message list, or a remote
+    model without ?tokenizer=)."""
+    if reported is not None:
+        return reported
     if isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
         return len(prompt)
     if not isinstance(prompt, str):
-        return None
+        return 0
     try:
         return len(llm.tokenizer.encode(prompt))
     except (AgenticError, AttributeError, NotImplementedError):
-        return None
+        return 0
 
 
 def sample_seeds(params: SamplingParams) -> list[int]:

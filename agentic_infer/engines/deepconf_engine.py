@@ -332,7 +332,7 @@ class DeepConf:
         else:
             res = await self._online(question, prompt, prompt_text, ex)
         res.wall_s = time.monotonic() - t0
-        n_prompt = count_prompt_tokens(self.llm, prompt) or 0  # every trace sends the same prompt
+        n_prompt = count_prompt_tokens(self.llm, prompt)  # every trace sends the same prompt
         for t in res.traces:
             t.trajectory.usage.prompt_tokens = n_prompt
             t.trajectory.metadata["deepconf_run"] = {

@@ -192,8 +192,7 @@ class AgentLoop:
         usage = ep.trajectory.usage
         usage.llm_calls += 1
         usage.completion_tokens += comp.num_tokens
-        usage.prompt_tokens += (comp.prompt_tokens if comp.prompt_tokens is not None
-                                else count_prompt_tokens(self.llm, ep.text) or 0)
+        usage.prompt_tokens += count_prompt_tokens(self.llm, ep.text, comp.prompt_tokens)
         ep.generated += comp.num_tokens
         ep.output += comp.text
         ep.trajectory.add("model", comp.text, token_ids=comp.token_ids, logprobs=comp.logprobs, turn=ep.turns,

@@ -106,9 +106,9 @@ class ReasonInDocuments:
         except BackendError as e:
             return RidResult(NOTHING_FOUND, f"<error: {e}>", Usage(llm_calls=1))
         raw = f"{FINAL_MARKER}\n\n{comp.text}" if self.prefill else comp.text
-        n_prompt = comp.prompt_tokens if comp.prompt_tokens is not None else count_prompt_tokens(self.llm, prompt)
         return RidResult(extract_final_information(raw), raw,
-                         Usage(prompt_tokens=n_prompt or 0, completion_tokens=comp.num_tokens, llm_calls=1))
+                         Usage(prompt_tokens=count_prompt_tokens(self.llm, prompt, comp.prompt_tokens),
+                               completion_tokens=comp.num_tokens, llm_calls=1))
 
     async def many(self, items: Sequence[tuple[str, str, Sequence]], *, seeds: Sequence[int | None] | None = None
                    ) -> list[RidResult]:
