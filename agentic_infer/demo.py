@@ -23,6 +23,7 @@ from rich.console import Console
 from agentic_infer.backends import load_llm
 from agentic_infer.cli.agents import ensure_default_index, print_trajectory
 from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+from agentic_infer.runner import run_many
 from agentic_infer.tools.retrieval.index import load_index
 
 QUESTIONS = [
@@ -50,8 +51,8 @@ def main(argv: list[str] | None = None) -> None:
                       sampling=DEFAULT_SAMPLING.replace(max_tokens=256, seed=0),
                       max_total_tokens=1024)
     questions = args.question or QUESTIONS
-    trajs = asyncio.run(engine.run_many([{"question": q} for q in questions], concurrency=1,
-                                        scheduler="sequential", progress=False))
+    rollouts = asyncio.run(run_many(engine, [{"question": q} for q in questions], concurrency=1, progress=False))
+    trajs = [r.trajectory for r in rollouts]
     for traj in trajs:
         print_trajectory(console, traj)
     searches = sum(t.usage.tool_calls for t in trajs)

@@ -49,6 +49,7 @@ from sim_server import SimConfig, SimServer, sim_answer, sim_query, sim_question
 
 from agentic_infer.backends import load_llm  # noqa: E402
 from agentic_infer.engines.search_o1 import SearchO1  # noqa: E402
+from agentic_infer.runner import run_many
 from agentic_infer.tools.retrieval import Document  # noqa: E402
 from agentic_infer.tools.retrieval.memory import InMemoryRetriever  # noqa: E402
 from agentic_infer.types import SamplingParams, Trajectory  # noqa: E402
@@ -82,8 +83,8 @@ def signature(t: Trajectory) -> tuple:
 
 async def timed_run(engine: SearchO1, examples: list, scheduler: str, concurrency: int) -> tuple[list, float]:
     t0 = time.perf_counter()
-    trajs = await engine.run_many(examples, concurrency=concurrency, scheduler=scheduler, progress=False)
-    return trajs, time.perf_counter() - t0
+    rollouts = await run_many(engine, examples, concurrency=concurrency, scheduler=scheduler, progress=False)
+    return [r.trajectory for r in rollouts], time.perf_counter() - t0
 
 
 # -- part 1: the simulated server ------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 2) Replay: each question's recorded pool is shuffled `--replay-runs` times and online DeepConf
    (low and high) and majority voting are replayed at several budgets, exactly as the paper
    evaluates online mode; accuracy vs tokens is plotted to bench/results/deepconf_replay.png.
-   `--pool FILE` replays trajectories written by `agentic run deepconf --mode offline --out FILE`
+   `--pool FILE` replays the rollouts written by `agentic run deepconf --mode offline --out FILE`
    (one pool per run; gold from each example's `answer`).
 
 Writes bench/results/deepconf.json (deepconf_replay.json with --skip-live) and deepconf_pool.jsonl
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import sys
 import time
@@ -39,10 +38,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentic_infer.engines.deepconf_engine import DeepConf  # noqa: E402
-from agentic_infer.engines.deepconf_replay import ReplayTrace, replay_offline, replay_online  # noqa: E402
-from agentic_infer.types import Trajectory  # noqa: E402
-from eval.metrics import extract_boxed, math_equal  # noqa: E402
+from agentic_infer.engines.deepconf import DeepConf, ReplayTrace, replay_offline, replay_online  # noqa: E402
+from agentic_infer.types import Rollout  # noqa: E402
+from agentic_infer.verify import extract_boxed, last_number, math_equal  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "math" / "gsm8k_test.jsonl"
 RESULTS = ROOT / "bench" / "results"
@@ -55,10 +53,7 @@ def gsm8k_gold(answer: str) -> str:
 def boxed_or_last_number(text: str) -> str | None:
     """\\boxed{} when present, else the last number in the text (the small model rarely boxes)."""
     b = extract_boxed(text)
-    if b is not None:
-        return b
-    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)
-    return nums[-1].replace(",", "").rstrip(".") if nums else None
+    return b if b is not None else last_number(text)
 
 
 class _Recorded:
@@ -115,30 +110,31 @@ async def live(args: argparse.Namespace) -> tuple[list[dict], dict[str, tuple[li
                                      **common)
             await prime(llm, offline_engine, row["question"])
             t0 = time.monotonic()
-            full = await offline_engine.run(row["question"])
+            full = await offline_engine.run({"question": row["question"]})
             t_full = time.monotonic() - t0
             await prime(llm, online_engine, row["question"])
             t0 = time.monotonic()
-            online = await online_engine.run(row["question"])
+            online = await online_engine.run({"question": row["question"]})
             t_online = time.monotonic() - t0
             pool = [ReplayTrace.from_trajectory(t) for t in full.trajectories]
             pools[f"gsm8k-{row['index']}"] = (pool, gold)
+            fr, on = full.metadata["deepconf"], online.metadata["deepconf"]
 
             check = replay_online(pool, budget=args.budget, warmup=args.warmup, tau=args.tau, window=args.window,
                                   rng=_Recorded())
             rec = {
                 "question": row["index"], "gold": gold,
-                "full_tokens": full.tokens_generated, "online_tokens": online.tokens_generated,
-                "saving": 1 - online.tokens_generated / max(1, full.tokens_generated),
-                "online_traces": online.traces_total, "online_stopped": online.traces_stopped_early,
-                "online_stop_reason": online.stop_reason, "threshold": online.threshold,
+                "full_tokens": fr["tokens_generated"], "online_tokens": on["tokens_generated"],
+                "saving": 1 - on["tokens_generated"] / max(1, fr["tokens_generated"]),
+                "online_traces": on["traces_total"], "online_stopped": on["traces_stopped_early"],
+                "online_stop_reason": on["stop_reason"], "threshold": on["threshold"],
                 "online_answer": online.answer, "online_correct": correct(online.answer, gold),
-                "answered_traces": sum(t.answer is not None for t in full.traces),
-                "trace_accuracy": sum(correct(t.answer, gold) for t in full.traces) / len(full.traces),
-                "votes": full.votes, "votes_correct": {m: correct(a, gold) for m, a in full.votes.items()},
+                "answered_traces": sum(t.answer is not None for t in full.trajectories),
+                "trace_accuracy": sum(correct(t.answer, gold) for t in full.trajectories) / len(full.trajectories),
+                "votes": fr["votes"], "votes_correct": {m: correct(a, gold) for m, a in fr["votes"].items()},
                 "replay_check": {"tokens": check.tokens, "traces": check.traces, "stopped": check.stopped,
                                  "match": (check.tokens, check.traces, check.stopped) == (
-                                     online.tokens_generated, online.traces_total, online.traces_stopped_early)},
+                                     on["tokens_generated"], on["traces_total"], on["traces_stopped_early"])},
                 "wall_full_s": t_full, "wall_online_s": t_online,
             }
             out.append(rec)
@@ -151,22 +147,20 @@ async def live(args: argparse.Namespace) -> tuple[list[dict], dict[str, tuple[li
 
 
 def load_pool(path: Path) -> dict[str, tuple[list[ReplayTrace], str]]:
-    """Trajectory JSON lines (grouped by DeepConf run), or this script's compact deepconf_pool.jsonl."""
-    groups: dict[str, list[Trajectory]] = defaultdict(list)
-    compact: dict[str, tuple[list[ReplayTrace], str]] = {}
+    """Rollout JSON lines (one per question, its trajectories the traces), or this script's compact
+    deepconf_pool.jsonl."""
+    pools: dict[str, tuple[list[ReplayTrace], str]] = {}
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
         d = json.loads(line)
         if "token_confs" in d:
-            compact.setdefault(d["pool"], ([], d["gold"]))[0].append(ReplayTrace(d["answer"], d["token_confs"]))
+            pools.setdefault(d["pool"], ([], d["gold"]))[0].append(ReplayTrace(d["answer"], d["token_confs"]))
             continue
-        t = Trajectory.from_dict(d)
-        groups[t.metadata.get("deepconf_run", {}).get("run_id", "?")].append(t)
-    pools = dict(compact)
-    for run_id, trajs in groups.items():
-        gold = str(trajs[0].example.get("answer", ""))
-        pools[run_id] = ([ReplayTrace.from_trajectory(t) for t in trajs], gsm8k_gold(gold) if "####" in gold else gold)
+        r = Rollout.from_dict(d)
+        gold = str(r.example.get("answer", ""))
+        pools[r.example_id] = ([ReplayTrace.from_trajectory(t) for t in r.trajectories],
+                               gsm8k_gold(gold) if "####" in gold else gold)
     return pools
 
 
@@ -254,7 +248,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--extract", choices=("boxed", "boxed-or-last-number"), default="boxed-or-last-number")
     ap.add_argument("--skip-live", action="store_true")
-    ap.add_argument("--pool", type=Path, help="replay trajectories recorded by `agentic run deepconf --out`")
+    ap.add_argument("--pool", type=Path, help="replay rollouts recorded by `agentic run deepconf --mode offline --out`")
     ap.add_argument("--replay-runs", type=int, default=64)
     ap.add_argument("--replay-budgets", type=int, nargs="+", default=[8, 16, 24, 32])
     args = ap.parse_args()

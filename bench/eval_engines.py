@@ -40,7 +40,7 @@ PLAN = [
     ("game24", "rap", 5, dict(engine_options={"budget": {"tokens": 2000, "iterations": None}})),
     ("hotpotqa", "lats", 3, dict(corpus="per-question", top_k=3,
                                  engine_options={"budget": {"tokens": 3000, "iterations": None},
-                                                 "options": {"action_max_tokens": 24}})),
+                                                 "action_max_tokens": 24})),
 ]
 
 

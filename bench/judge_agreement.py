@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from agentic_infer.backends import load_llm
-from agentic_infer.engines.judge import MetricJudge
+from agentic_infer.verify import MetricJudge
 from eval.judge_agreement import judge_agreement, labelled_pairs
 from eval.judging import make_judge
 from eval.tasks import get_task
@@ -42,8 +42,8 @@ async def main() -> None:
         pairs = labelled_pairs(get_task(task).load(path), n=args.pairs, seed=0)
         judges = [("yes-no", make_judge(task, llm, verdict="yes-no"), pairs),
                   ("json", make_judge(task, llm, verdict="json"), pairs[:args.json_pairs]),
-                  ("exact_match (rule)", MetricJudge("exact_match"), pairs),
-                  ("cover_em (rule)", MetricJudge("cover_exact_match"), pairs)]
+                  ("exact_match (rule)", MetricJudge("em"), pairs),
+                  ("cover_em (rule)", MetricJudge("cover_em"), pairs)]
         for name, judge, subset in judges:
             t0 = time.perf_counter()
             r = await judge_agreement(judge, subset, concurrency=1)

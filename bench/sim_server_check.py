@@ -87,6 +87,7 @@ async def engine_checks() -> None:
 async def http_checks() -> None:
     from agentic_infer.backends import load_llm
     from agentic_infer.engines.search_o1 import SearchO1
+    from agentic_infer.runner import run_many
     from agentic_infer.tools.retrieval import Document
     from agentic_infer.tools.retrieval.memory import InMemoryRetriever
     from agentic_infer.types import Message, SamplingParams
@@ -116,8 +117,9 @@ async def http_checks() -> None:
                 for i in (1, 2) for h in range(1, 4)]
         engine = SearchO1(server_llm, InMemoryRetriever(docs), max_searches=5, top_k=2,
                           sampling=SamplingParams(max_tokens=1000, temperature=0.0, logprobs=0))
-        trajs = await engine.run_many([{"question": sim_question(1, 3)}, {"question": sim_question(2, 1)}],
-                                      concurrency=2, progress=False)
+        rollouts = await run_many(engine, [{"question": sim_question(1, 3)}, {"question": sim_question(2, 1)}],
+                                  concurrency=2, progress=False)
+        trajs = [r.trajectory for r in rollouts]
         assert [t.answer for t in trajs] == [sim_answer(1, 3), sim_answer(2, 1)], [t.answer for t in trajs]
         assert [t.metadata["actions"] for t in trajs] == [3, 1]
         st = server.stats()

@@ -23,7 +23,7 @@ Writes bench/results/tree_search.json.
 ../shared/data/multihop/hotpotqa_dev_distractor_150.jsonl instead: `RetrievalQAEnv` (ReAct
 `search[...]` / `lookup[...]` / `finish[...]`, at most `--max-steps` actions) over a BM25 index of
 the question's own 10 paragraphs (`question_retriever(example, kind="bm25")`, the distractor
-setting), success = exact match (SQuAD normalisation, `eval.metrics.exact_match`) of the
+setting), success = exact match (SQuAD normalisation, `agentic_infer.verify.exact_match`) of the
 finish[...] answer against the gold. No batching measurement there. Writes
 bench/results/tree_search_hotpot.json. Not covered: the open (pooled corpus) setting, WebShop,
 programming tasks.
@@ -47,13 +47,13 @@ sys.path.insert(0, str(ROOT))
 
 from agentic_infer.backends import load_llm  # noqa: E402
 from agentic_infer.engines.tree import (  # noqa: E402
+    LATS,
     Budget,
     BudgetExhausted,
     Game24LATSEnv,
     LATSOptions,
     Meter,
     RetrievalQAEnv,
-    run_lats,
 )
 from agentic_infer.engines.tree.lats import LATSConfig  # noqa: E402
 from agentic_infer.engines.tree.prompting import as_chat  # noqa: E402
@@ -115,10 +115,12 @@ async def run_method(llm, method: str, label: str, make_env: Callable[[], Any], 
                        reflection_max_tokens=args.value_tokens)
     t0 = time.perf_counter()
     if method.startswith("lats"):
-        res = await run_lats(llm, env, n_children=args.n_children, depth_limit=depth, options=opts,
-                             feedback="oracle" if method == "lats-oracle" else "judge",
-                             budget=Budget(iterations=None, tokens=args.tokens))
-        spent, ok, stop = res.budget["spent"], bool(res.correct), res.stop_reason
+        engine = LATS(llm, lambda _example: env, opts, n_children=args.n_children, depth_limit=depth,
+                      feedback="oracle" if method == "lats-oracle" else "judge",
+                      budget=Budget(iterations=None, tokens=args.tokens))
+        res = await engine.run({"id": label})  # no question: the search's task is the environment's
+        info = res.metadata["tree"]
+        spent, ok, stop = info["budget"]["spent"], res.rewards.get("correct") == 1.0, info["stop_reason"]
     else:
         meter = Meter(llm, Budget(iterations=None, tokens=args.tokens))
         cfg = LATSConfig(meter, env, opts)

@@ -1,1 +1,1 @@
-"""Evaluation: answer metrics (`eval.metrics`), benchmark tasks, runners and reports."""
+"""Evaluation: benchmark tasks, metric variants, runners and reports (correctness itself: `agentic_infer.verify`)."""

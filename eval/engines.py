@@ -1,48 +1,40 @@
-"""Engine adapters for eval: one `solve(example, sample=i) -> Attempt` over every engine, and a registry.
+"""The eval engine table: an engine name -> how to build that `agentic_infer` Engine for a run.
 
     spec = get_engine("search-o1")
-    engine = spec.build(EngineContext(llm=llm, task=task, options=opts, retriever_for=fn))
-    attempt = await engine.solve(example, sample=0)
+    engine = build_engine(spec, EngineContext(llm=llm, task=task, options=opts, retriever_for=fn))
+    rollout = await engine.run({"id": "q1", "question": "..."})    # eval drives it with agentic_infer.runner.run_many
 
-Built in: `direct` (one generation, the task's short-answer prompt), `cot` (step-by-step prompt),
-`search-o1` (`agentic_infer.engines.search_o1.SearchO1` over the run's retriever), `tir`
-(`agentic_infer.engines.tir.TIR` with the Python sandbox), `deepconf` (`DeepConf`, its traces are the
-samples), `lats` / `rap` (`agentic_infer.engines.tree.run_lats` / `run_rap`, see `TreeEngine`; when that
-package is absent the builder says so). `register_engine(EngineSpec(...))` adds another engine; `options` are the
-run's `--opt KEY=VALUE` pairs, passed to the engine's constructor where it takes them.
+`EngineSpec.build(ctx, seed)` makes one sample's Engine (`await engine.run(example) -> Rollout`) from the
+run's context: the LLM, the task (prompts, answer extraction, family), the generation options (`--opt
+KEY=VALUE` pairs in `options.engine_options`, validated when the engine is built, with the keys it takes
+in the error) and the retriever factory (`--index` / `--corpus`). With `--samples k` (k > 1), `build_engine`
+runs k of them, seeds seed..seed+k-1, as one `agentic_infer.engines.group.Group` (one Rollout per example
+holding every sample) unless the engine samples internally (deepconf: k is its trace budget).
+
+Built in: `direct` / `cot` (`agentic_infer.engines.direct.Direct` with the task's prompt and answer
+extraction), `search-o1` (`SearchO1` over the run's retriever; `--opt first_query=question` makes the
+first search the question itself), `tir` (`TIR` with the Python sandbox), `deepconf` (`DeepConf`, offline
+by default, its traces are the samples), `lats` / `rap` (`agentic_infer.engines.tree.LATS` / `RAP` with the
+environment the task needs; see `_lats`, `_rap`). Add one with `register_engine(EngineSpec(...))`.
+How eval reads an engine's Rollout is part of its entry: `text` (the output its answer is scored on),
+`tool_calls` and `report` (extra row fields, e.g. a tree search's stop reason).
 Not covered: engines that need a multi-turn environment (TravelPlanner, tau-bench).
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import inspect
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from agentic_infer.backends.base import LLM, count_prompt_tokens
+from agentic_infer.backends.base import LLM
+from agentic_infer.engines.base import Engine
+from agentic_infer.engines.group import Group
 from agentic_infer.errors import ConfigError
-from agentic_infer.types import Completion, Message, SamplingParams, Trajectory, Usage
+from agentic_infer.types import Rollout, SamplingParams
 from eval.tasks.base import Task
-
-
-@dataclass
-class Attempt:
-    """One answer to one example (one sample), with what it cost."""
-
-    prediction: str | None
-    text: str
-    trajectories: list[Trajectory] = field(default_factory=list)
-    completion_tokens: int = 0
-    prompt_tokens: int = 0
-    tool_calls: int = 0
-    llm_calls: int = 0
-    wall_s: float = 0.0
-    unfinished: bool = False
-    samples: list[str | None] | None = None  # answers of internal samples (deepconf traces)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,25 +60,35 @@ class EvalOptions:
 
 @dataclass
 class EngineContext:
+    """What a builder gets: the run's LLM, task, options and `retriever_for(example)` (None without a corpus)."""
+
     llm: LLM
     task: Task
     options: EvalOptions
     retriever_for: Callable[[Mapping[str, Any]], Any] | None = None
 
 
-class EvalEngine(Protocol):
-    name: str
-
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt: ...
+def answer_text(rollout: Rollout) -> str:
+    """The text a rollout's answer was read from: the chosen trajectory's output, or for a vote the first
+    trajectory that gave the winning answer (else the first trajectory)."""
+    if rollout.chosen is not None or not rollout.trajectories:
+        return rollout.text
+    return next((t.completion_text for t in rollout.trajectories if t.answer == rollout.answer),
+                rollout.trajectories[0].completion_text)
 
 
 @dataclass(frozen=True)
 class EngineSpec:
+    """One entry of the table: how to build the engine and how eval reads its Rollout."""
+
     name: str
     description: str
-    build: Callable[[EngineContext], EvalEngine]
+    build: Callable[[EngineContext, int], Engine]  # (context, sample seed) -> one sample's engine
     needs_retriever: bool = False
     samples_internally: bool = False  # the engine draws `samples` traces itself (deepconf)
+    text: Callable[[Rollout], str] = answer_text  # the output the answer is scored on (row["output"])
+    tool_calls: Callable[[Rollout], int] = lambda r: r.usage.tool_calls
+    report: Callable[[Rollout], dict[str, Any]] = lambda r: {}  # extra row fields
 
 
 ENGINES: dict[str, EngineSpec] = {}
@@ -103,244 +105,167 @@ def get_engine(name: str) -> EngineSpec:
     return ENGINES[name]
 
 
-def _accepted(cls: Any, options: Mapping[str, Any], engine: str) -> dict[str, Any]:
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    bad = sorted(set(options) - set(params))
+def build_engine(spec: EngineSpec, ctx: EngineContext) -> Engine:
+    """The run's engine: one sample's, or a `Group` of `samples` seeded ones (see the module docstring)."""
+    o = ctx.options
+    if spec.samples_internally or o.samples == 1:
+        return spec.build(ctx, o.seed)
+    return Group.seeded(lambda seed: spec.build(ctx, seed), o.samples, seed=o.seed, name=spec.name)
+
+
+def _accepted(fn: Any, options: Mapping[str, Any], engine: str, *, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`options` when `fn` (a callable, or an engine's config dataclass) takes every key (not one of `reserved`,
+    which eval sets itself), else a ConfigError."""
+    names = ([f.name for f in dataclasses.fields(fn)] if dataclasses.is_dataclass(fn)
+             else list(inspect.signature(fn).parameters))
+    params = {k for k in names if k not in ("self", "llm", *reserved)}
+    bad = sorted(set(options) - params)
     if bad:
-        raise ConfigError(f"engine {engine!r}: unknown option(s) {bad}; it takes {sorted(set(params) - {'self'})}")
+        raise ConfigError(f"engine {engine!r}: unknown option(s) {bad}; it takes {sorted(params)}")
     return dict(options)
 
 
-def _sampling(ctx: EngineContext, sample: int, *, sampling_temp: float = 0.7) -> SamplingParams:
-    o = ctx.options
-    temp = o.temperature if o.temperature is not None else (0.0 if o.samples == 1 else sampling_temp)
-    return SamplingParams(max_tokens=o.max_tokens, temperature=temp, top_p=0.95 if temp > 0 else 1.0,
-                          seed=o.seed + sample, logprobs=0)
+def _agent_sampling(base: SamplingParams, o: EvalOptions, seed: int) -> SamplingParams:
+    """An agent's own default sampling with the run's token cap, seed and (when given) temperature."""
+    return base.replace(max_tokens=o.max_tokens, seed=seed,
+                        **({"temperature": o.temperature} if o.temperature is not None else {}))
 
 
-def _from_trajectory(traj: Trajectory, *, wall_s: float) -> Attempt:
-    u: Usage = traj.usage
-    return Attempt(prediction=traj.answer, text=traj.completion_text, trajectories=[traj],
-                   completion_tokens=u.completion_tokens, prompt_tokens=u.prompt_tokens, tool_calls=u.tool_calls,
-                   llm_calls=u.llm_calls, wall_s=u.wall_s or wall_s,
-                   unfinished=bool(traj.metadata.get("unfinished")))
+class _PerExample:
+    """An engine built for each example (its retriever depends on the example, e.g. --corpus per-question)."""
+
+    def __init__(self, name: str, make: Callable[[Mapping[str, Any]], Engine]):
+        self.name, self.make = name, make
+
+    async def run(self, example: Mapping[str, Any]) -> Rollout:
+        return await self.make(example).run(example)
+
+
+class _ProbeRetriever:
+    """Stands in for the per-example retriever while a builder validates its options."""
+
+    def search(self, query: str, k: int = 10) -> list[Any]:
+        return []
+
+    def get(self, doc_id: str) -> Any:
+        return None
 
 
 # ------------------------------------------------------------------------------- direct / cot
 
-class PromptEngine:
-    """One generation with the task's prompt for `family` ("direct" or "cot")."""
-
-    def __init__(self, ctx: EngineContext, family: str):
-        self.ctx, self.family, self.name = ctx, family, family
-
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt:
-        t0 = time.perf_counter()
-        llm = self.ctx.llm
-        prompt = llm.render([Message("user", self.ctx.task.prompt(self.family, example))])
-        completion = (await llm.generate(prompt, _sampling(self.ctx, sample)))[0]
-        wall = time.perf_counter() - t0
-        traj = Trajectory(engine=f"eval/{self.family}", example={"id": example["id"], "question": example["question"]},
-                          config={"sampling": _sampling(self.ctx, sample).to_dict()})
-        traj.add("prompt", prompt)
-        traj.add("model", completion.text, token_ids=completion.token_ids, logprobs=completion.logprobs)
-        traj.answer = self.ctx.task.extract(completion.text)
-        traj.finish_reason = completion.finish_reason
-        traj.usage = Usage(prompt_tokens=count_prompt_tokens(llm, prompt, completion.prompt_tokens),
-                           completion_tokens=completion.num_tokens, llm_calls=1, wall_s=wall)
-        return _from_trajectory(traj, wall_s=wall)
-
-
-# ------------------------------------------------------------------------------- agentic engines
-
-class SearchO1Engine:
-    name = "search-o1"
-
-    def __init__(self, ctx: EngineContext):
-        from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
-
-        if ctx.retriever_for is None:
-            raise ConfigError("engine 'search-o1' needs a corpus: pass --index DIR or --corpus per-question|pooled|wiki-vital")
-        self.ctx, self.cls, self.base = ctx, SearchO1, DEFAULT_SAMPLING
-        options = dict(ctx.options.engine_options)
-        first = options.pop("first_query", None)
-        if first not in (None, "question"):
-            raise ConfigError(f"search-o1 option first_query={first!r}: the only value is 'question'")
-        self.kwargs = _accepted(SearchO1, options, "search-o1")
-        if first:
-            self.kwargs["first_query"] = first
-        for k, v in list(self.kwargs.items()):  # --opt rid_sampling='{"max_tokens": 128}'
-            if k.endswith("sampling") and isinstance(v, Mapping):
-                self.kwargs[k] = SamplingParams(**v)
-
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt:
-        o = self.ctx.options
-        sampling = self.base.replace(max_tokens=o.max_tokens, seed=o.seed + sample,
-                                     **({"temperature": o.temperature} if o.temperature is not None else {}))
-        kwargs = {"max_searches": o.max_searches, "top_k": o.top_k, "sampling": sampling, **self.kwargs}
-        llm = self.ctx.llm
-        if kwargs.pop("first_query", None) == "question":  # the first search is the question itself
-            kwargs["assistant_prefix"] = "<|begin_search_query|>" + " ".join(str(example["question"]).split())
-            llm = _FirstQueryLLM(llm, kwargs["assistant_prefix"], "<|end_search_query|>")
-        engine = self.cls(llm, self.ctx.retriever_for(example), **kwargs)
-        t0 = time.perf_counter()
-        traj = await engine.run({"id": example["id"], "question": example["question"]})
-        return _from_trajectory(traj, wall_s=time.perf_counter() - t0)
-
-
-class _FirstQueryLLM:
-    """Wraps an LLM so that the turn right after the forced `prefix` closes the query tag without sampling.
-
-    Option `first_query=question` of search-o1: small models given `<|begin_search_query|>` rarely close
-    the tag, so the first query is the question itself (a baseline setting, recorded in the run config);
-    every later turn, and Reason-in-Documents, is the model's own.
-    """
-
-    def __init__(self, llm: LLM, prefix: str, end_tag: str):
-        self._llm, self._prefix, self._end = llm, prefix, end_tag
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._llm, name)
-
-    async def generate(self, prompt: Any, params: SamplingParams) -> list[Completion]:
-        if isinstance(prompt, str) and prompt.endswith(self._prefix):
-            text = self._end if params.include_stop else ""
-            return [Completion(text=text, finish_reason="stop", stop_reason=self._end) for _ in range(params.n)]
-        return await self._llm.generate(prompt, params)
-
-
-class TIREngine:
-    name = "tir"
-
-    def __init__(self, ctx: EngineContext):
-        from agentic_infer.engines.tir import DEFAULT_SAMPLING, TIR
-        from agentic_infer.tools.sandbox import PythonSandbox
-
-        self.ctx, self.base = ctx, DEFAULT_SAMPLING
-        kwargs = _accepted(TIR, ctx.options.engine_options, "tir")
-        self.make = lambda sampling: TIR(ctx.llm, PythonSandbox(), sampling=sampling, **kwargs)
-
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt:
-        o = self.ctx.options
-        sampling = self.base.replace(max_tokens=o.max_tokens, seed=o.seed + sample,
-                                     **({"temperature": o.temperature} if o.temperature is not None else {}))
-        t0 = time.perf_counter()
-        traj = await self.make(sampling).run({"id": example["id"], "question": example["question"]})
-        return _from_trajectory(traj, wall_s=time.perf_counter() - t0)
-
-
-class DeepConfEngine:
-    name = "deepconf"
-
-    def __init__(self, ctx: EngineContext):
-        from agentic_infer.engines.deepconf_engine import DeepConf
+def _prompted(family: str) -> Callable[[EngineContext, int], Engine]:
+    def build(ctx: EngineContext, seed: int) -> Engine:
+        from agentic_infer.engines.direct import Direct
 
         o = ctx.options
-        opts = {"mode": "offline", "budget": max(o.samples, 2), "max_tokens": o.max_tokens, "seed": o.seed,
-                **({"temperature": o.temperature} if o.temperature is not None else {}), **o.engine_options}
-        if opts["mode"] == "online":
-            opts.setdefault("warmup", min(16, opts["budget"]))
-        extract = ctx.task.extract
-        self.ctx, self.engine = ctx, DeepConf(ctx.llm, extract_answer=lambda t: extract(t), **opts)
+        temp = o.temperature if o.temperature is not None else (0.0 if o.samples == 1 else 0.7)
+        sampling = SamplingParams(max_tokens=o.max_tokens, temperature=temp, top_p=0.95 if temp > 0 else 1.0,
+                                  seed=seed, logprobs=0)
+        opts = _accepted(Direct, o.engine_options, family, reserved=("prompt", "extract", "sampling", "name"))
+        task = ctx.task
+        return Direct(ctx.llm, prompt=lambda ex: task.prompt(family, ex), extract=task.extract, sampling=sampling,
+                      name=family, **opts)
 
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt:
-        res = await self.engine.run({"id": example["id"], "question": example["question"]})
-        trajs = res.trajectories
-        answers = [tr.answer for tr in res.traces]
-        extra = {"deepconf": {k: v for k, v in res.to_dict().items() if k not in ("traces", "question")},
-                 "trace_conf": [{"answer": tr.answer, "votes": tr.votes, "tokens": tr.tokens,
-                                 **{k: tr.confidences.get(k) for k in ("mean", "bottom10", "lowest", "tail")}}
-                                for tr in res.traces]}
-        text = next((tr.trajectory.completion_text for tr in res.traces if tr.answer == res.answer),
-                    trajs[0].completion_text if trajs else "")
-        return Attempt(prediction=res.answer, text=text, trajectories=trajs, completion_tokens=res.tokens_generated,
-                       prompt_tokens=sum(t.usage.prompt_tokens for t in trajs), llm_calls=len(trajs),
-                       wall_s=res.wall_s, samples=answers, extra=extra)
+    return build
 
 
-class TreeEngine:
-    """LATS / RAP from `agentic_infer.engines.tree` (`run_lats` / `run_rap`), with the environment the task needs.
+# ------------------------------------------------------------------------------- agents
 
-    LATS: Game of 24 -> `Game24LATSEnv`; QA with a corpus -> `RetrievalQAEnv` (search/lookup/finish over the
-    run's retriever); math -> `MathEnv`. RAP: Game of 24 -> `Game24RAPTask`; math -> `GSM8KTask`.
-    Feedback is judge-only (no gold is given to the search: no oracle). `--opt` pairs go to run_lats/run_rap
-    (iterations, n_children / n_actions, depth_limit, ...); the defaults are small (iterations=4) for CPU runs.
-    `budget` and `options` take JSON objects: `--opt budget='{"tokens": 3000}'` (a `Budget`, which then
-    replaces `iterations`), `--opt options='{"action_max_tokens": 24}'` (`LATSOptions` / `RAPOptions`).
-    """
+def _search_o1(ctx: EngineContext, seed: int) -> Engine:
+    from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1, SearchO1Config
 
-    def __init__(self, ctx: EngineContext, name: str):
-        try:
-            self.tree = importlib.import_module("agentic_infer.engines.tree")
-            self.fn = getattr(importlib.import_module(f"agentic_infer.engines.tree.{name}"), f"run_{name}")
-        except (ModuleNotFoundError, AttributeError) as e:
-            raise ConfigError(f"engine {name!r} needs agentic_infer.engines.tree.{name}.run_{name}, which this "
-                              f"install does not have ({e}); register another with eval.engines.register_engine") from None
-        self.name, self.ctx = name, ctx
-        self.kwargs = {"iterations": 4, **_accepted_fn(self.fn, ctx.options.engine_options, name)}
-        for key, cls in (("budget", self.tree.Budget), ("options", self._options_class())):
-            if isinstance(self.kwargs.get(key), Mapping):  # --opt budget='{"tokens": 3000}'
-                try:
-                    self.kwargs[key] = cls(**self.kwargs[key])
-                except TypeError as e:
-                    raise ConfigError(f"engine {name!r}: --opt {key}={self.kwargs[key]!r}: {e}") from None
-        self.make_env = self._env_factory(ctx.task.family, ctx.task.name)
-
-    def _options_class(self) -> type:
-        module = importlib.import_module(f"agentic_infer.engines.tree.{self.name}")
-        return getattr(module, f"{self.name.upper()}Options")
-
-    def _env_factory(self, family: str, task: str) -> Callable[[Mapping[str, Any]], Any]:
-        ctx = self.ctx
-        if self.name == "lats":
-            if task == "game24":
-                return lambda ex: self.tree.Game24LATSEnv(ex["question"])
-            envs = importlib.import_module("agentic_infer.engines.tree.lats_envs")
-            if family == "math":
-                return lambda ex: envs.MathEnv(ex["question"])
-            if family in ("qa", "multihop"):
-                if ctx.retriever_for is None:
-                    raise ConfigError("engine 'lats' on a QA task searches: pass --index DIR or --corpus NAME")
-                return lambda ex: envs.RetrievalQAEnv(ex["question"], ctx.retriever_for(ex), k=ctx.options.top_k)
-        else:
-            tasks = importlib.import_module("agentic_infer.engines.tree.rap_tasks")
-            if task == "game24":
-                return lambda ex: tasks.Game24RAPTask(ex["question"])
-            if family == "math":
-                return lambda ex: tasks.GSM8KTask(ex["question"])
-        raise ConfigError(f"engine {self.name!r} has no environment for task {task!r} ({family}); "
-                          "it runs on game24, math tasks" + (" and QA tasks with a corpus" if self.name == "lats" else ""))
-
-    async def solve(self, example: Mapping[str, Any], *, sample: int) -> Attempt:
-        t0 = time.perf_counter()
-        res = await self.fn(self.ctx.llm, self.make_env(example), **self.kwargs)
-        traj = res.to_trajectory(engine=self.name)
-        traj.example = {"id": example["id"], "question": example["question"]}
-        att = _from_trajectory(traj, wall_s=time.perf_counter() - t0)
-        att.text = res.answer or ""
-        att.tool_calls = sum(1 for st in traj.steps if st.action.lower().startswith(("search[", "lookup[")))
-        att.extra = {"tree": {"stop_reason": res.stop_reason, "feedback": res.feedback, "actions": res.actions,
-                              "nodes": len(res.tree.nodes) if hasattr(res.tree, "nodes") else None}}
-        return att
+    retriever_for = ctx.retriever_for
+    if retriever_for is None:
+        raise ConfigError("engine 'search-o1' needs a corpus: pass --index DIR or --corpus per-question|pooled|wiki-vital")
+    o = ctx.options
+    opts = _accepted(SearchO1Config, o.engine_options, "search-o1")  # --opt rid_sampling='{"max_tokens": 128}' too
+    kwargs = {"max_searches": o.max_searches, "top_k": o.top_k,
+              "sampling": _agent_sampling(DEFAULT_SAMPLING, o, seed), **opts}
+    SearchO1(ctx.llm, _ProbeRetriever(), **kwargs)  # invalid options fail now, not on every example
+    return _PerExample("search-o1", lambda ex: SearchO1(ctx.llm, retriever_for(ex), **kwargs))
 
 
-def _accepted_fn(fn: Callable[..., Any], options: Mapping[str, Any], engine: str) -> dict[str, Any]:
-    params = inspect.signature(fn).parameters
-    bad = sorted(set(options) - set(params))
-    if bad:
-        raise ConfigError(f"engine {engine!r}: unknown option(s) {bad}; it takes {sorted(set(params) - {'llm'})}")
-    return dict(options)
+def _tir(ctx: EngineContext, seed: int) -> Engine:
+    from agentic_infer.engines.tir import DEFAULT_SAMPLING, TIR, TIRConfig
+    from agentic_infer.tools.sandbox import PythonSandbox
+
+    opts = _accepted(TIRConfig, ctx.options.engine_options, "tir")
+    return TIR(ctx.llm, PythonSandbox(), **{"sampling": _agent_sampling(DEFAULT_SAMPLING, ctx.options, seed), **opts})
 
 
-register_engine(EngineSpec("direct", "one generation, short-answer prompt", lambda c: PromptEngine(c, "direct")))
-register_engine(EngineSpec("cot", "one generation, step-by-step prompt", lambda c: PromptEngine(c, "cot")))
-register_engine(EngineSpec("search-o1", "Search-o1 agentic search with Reason-in-Documents", SearchO1Engine,
+def _deepconf(ctx: EngineContext, seed: int) -> Engine:
+    from agentic_infer.engines.deepconf import DeepConf
+
+    o = ctx.options
+    opts = {"mode": "offline", "budget": max(o.samples, 2), "max_tokens": o.max_tokens, "seed": seed,
+            **({"temperature": o.temperature} if o.temperature is not None else {}), **o.engine_options}
+    if opts["mode"] == "online":
+        opts.setdefault("warmup", min(16, opts["budget"]))
+    return DeepConf(ctx.llm, extract_answer=ctx.task.extract, **opts)
+
+
+# ------------------------------------------------------------------------------- tree search
+
+def _tree_options(ctx: EngineContext) -> dict[str, Any]:
+    """`--opt` pairs for LATS / RAP: small default (iterations=4) for CPU runs; `--opt options='{...}'` (the
+    former nested form) is flattened. Not seeded per sample: the options' own `seed` (default None) applies."""
+    opts = dict(ctx.options.engine_options)
+    nested = opts.pop("options", None)
+    if nested is not None and not isinstance(nested, Mapping):
+        raise ConfigError(f"--opt options={nested!r}: expected a JSON object of option=value pairs")
+    return {"iterations": 4, **(nested or {}), **opts}
+
+
+def _lats(ctx: EngineContext, seed: int) -> Engine:
+    """LATS with the task's environment: Game of 24 -> `Game24LATSEnv`; QA with a corpus -> `RetrievalQAEnv`
+    (search/lookup/finish over the run's retriever); math -> `MathEnv`. Judge feedback only (no gold)."""
+    from agentic_infer.engines.tree import LATS, Game24LATSEnv, MathEnv, RetrievalQAEnv
+
+    task, retriever_for, k, opts = ctx.task, ctx.retriever_for, ctx.options.top_k, _tree_options(ctx)
+    if task.name == "game24":
+        return LATS(ctx.llm, lambda ex: Game24LATSEnv(ex["question"]), **opts)
+    if task.family == "math":
+        return LATS(ctx.llm, lambda ex: MathEnv(ex["question"]), **opts)
+    if task.family in ("qa", "multihop"):
+        if retriever_for is None:
+            raise ConfigError("engine 'lats' on a QA task searches: pass --index DIR or --corpus NAME")
+        return LATS(ctx.llm, lambda ex: RetrievalQAEnv(ex["question"], retriever_for(ex), k=k), **opts)
+    raise ConfigError(f"engine 'lats' has no environment for task {task.name!r} ({task.family}); it runs on "
+                      "game24, math tasks and QA tasks with a corpus")
+
+
+def _rap(ctx: EngineContext, seed: int) -> Engine:
+    """RAP with the LLM as world model: Game of 24 -> `Game24RAPTask`; math -> `GSM8KTask`."""
+    from agentic_infer.engines.tree import RAP, Game24RAPTask, GSM8KTask
+
+    task = ctx.task
+    if task.name == "game24":
+        return RAP(ctx.llm, lambda ex: Game24RAPTask(ex["question"]), **_tree_options(ctx))
+    if task.family == "math":
+        return RAP(ctx.llm, lambda ex: GSM8KTask(ex["question"]), **_tree_options(ctx))
+    raise ConfigError(f"engine 'rap' has no environment for task {task.name!r} ({task.family}); it runs on "
+                      "game24 and math tasks")
+
+
+def _tree_tool_calls(rollout: Rollout) -> int:
+    """Search / lookup actions on the chosen path (a retrieval QA environment's tool calls)."""
+    path = rollout.trajectories[0].steps if rollout.trajectories else []
+    return sum(1 for st in path if st.action.lower().startswith(("search[", "lookup[")))
+
+
+def _tree_report(rollout: Rollout) -> dict[str, Any]:
+    t = rollout.metadata.get("tree", {})
+    return {"tree": {"stop_reason": t.get("stop_reason"), "feedback": t.get("feedback"), "actions": t.get("actions"),
+                     "nodes": len(t.get("nodes") or ())}}
+
+
+register_engine(EngineSpec("direct", "one generation, short-answer prompt", _prompted("direct")))
+register_engine(EngineSpec("cot", "one generation, step-by-step prompt", _prompted("cot")))
+register_engine(EngineSpec("search-o1", "Search-o1 agentic search with Reason-in-Documents", _search_o1,
                            needs_retriever=True))
-register_engine(EngineSpec("tir", "tool-integrated reasoning with a Python sandbox", TIREngine))
-register_engine(EngineSpec("deepconf", "DeepConf confidence-filtered voting over sampled traces", DeepConfEngine,
-                           samples_internally=True))
-register_engine(EngineSpec("lats", "LATS tree search (agentic_infer.engines.tree)", lambda c: TreeEngine(c, "lats")))
-register_engine(EngineSpec("rap", "RAP MCTS with the LLM as world model (agentic_infer.engines.tree)",
-                           lambda c: TreeEngine(c, "rap")))
+register_engine(EngineSpec("tir", "tool-integrated reasoning with a Python sandbox", _tir))
+register_engine(EngineSpec("deepconf", "DeepConf confidence-filtered voting over sampled traces", _deepconf,
+                           samples_internally=True, report=lambda r: {"deepconf": r.metadata.get("deepconf")}))
+for _name, _build, _what in (("lats", _lats, "LATS tree search"), ("rap", _rap, "RAP MCTS with the LLM as world model")):
+    register_engine(EngineSpec(_name, f"{_what} (agentic_infer.engines.tree)", _build,
+                               text=lambda r: r.answer or "", tool_calls=_tree_tool_calls, report=_tree_report))

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agentic_infer.engines.judge import INVALID, Judge, score_many
+from agentic_infer.engines.judge import INVALID
 from agentic_infer.errors import ConfigError
+from agentic_infer.verify import Judge, score_many
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ r"""Named metrics, including each published system's own variant, behind one reg
     score(["em", "search_o1_acc"], Scored(prediction="Paris", gold=["Paris"], text=output))
 
 A metric is `fn(Scored) -> float` (0..1). `Scored` carries the engine's extracted `prediction`, the
-gold answers, the generated `text` (prompt excluded) and the example. The rule-based scoring comes
-from `eval.metrics`; the variants differ in answer *extraction*, as the systems' code does:
+gold answers, the generated `text` (prompt excluded) and the example. Scoring and extraction are
+`agentic_infer.verify`'s (em, f1, cover_em, math_equal are `verify.METRICS` themselves); the variants
+differ in answer *extraction*, as the systems' code does:
 
 | name | system | extraction | score |
 |---|---|---|---|
@@ -25,13 +26,22 @@ Not covered: the LLM judges themselves (see `agentic_infer.engines.judge`), pass
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_infer import verify
 from agentic_infer.errors import ConfigError
-from eval.metrics import cover_exact_match, exact_match, extract_boxed, f1_score, last_number, math_equal
+from agentic_infer.verify import (
+    answer_tag,
+    boxed_answer,
+    cover_exact_match,
+    exact_match,
+    extract_boxed,
+    f1_score,
+    last_number,
+    math_equal,
+)
 
 
 @dataclass(frozen=True)
@@ -87,18 +97,8 @@ def _gold(s: Scored) -> list[str]:
 # ---------------------------------------------------------------------------------- extraction
 
 def search_o1_answer(text: str | None) -> str:
-    r"""Search-o1's QA extraction: the last `\boxed{}` with `\text{...}` unwrapped; '' when absent."""
-    boxed = extract_boxed(text)
-    if boxed is None:
-        return ""
-    m = re.fullmatch(r"\\text\{(.*)\}", boxed.strip(), flags=re.DOTALL)
-    return (m.group(1) if m else boxed).strip()
-
-
-def answer_tag(text: str | None) -> str | None:
-    """The last `<answer>...</answer>` of the generated text (Search-R1 / R1-Searcher), or None."""
-    found = re.findall(r"<answer>(.*?)</answer>", text or "", flags=re.DOTALL)
-    return found[-1].strip() if found else None
+    r"""Search-o1's QA extraction (`verify.boxed_answer`); '' when there is no `\boxed{}`."""
+    return boxed_answer(text) or ""
 
 
 def backoff(prediction: str | None, fallback: str | None) -> str | None:
@@ -108,19 +108,14 @@ def backoff(prediction: str | None, fallback: str | None) -> str | None:
 
 # ---------------------------------------------------------------------------------- metrics
 
-@metric("em", "exact match after SQuAD normalisation, best over gold answers")
-def _em(s: Scored) -> float:
-    return exact_match(s.prediction, _gold(s))
-
-
-@metric("f1", "token F1 (HotpotQA rule for yes/no/noanswer), best over gold answers")
-def _f1(s: Scored) -> float:
-    return f1_score(s.prediction, _gold(s))
-
-
-@metric("cover_em", "cover-EM: a normalised gold answer is a substring of the normalised prediction")
-def _cover(s: Scored) -> float:
-    return cover_exact_match(s.prediction, _gold(s))
+_PLAIN = {
+    "em": "exact match after SQuAD normalisation, best over gold answers",
+    "f1": "token F1 (HotpotQA rule for yes/no/noanswer), best over gold answers",
+    "cover_em": "cover-EM: a normalised gold answer is a substring of the normalised prediction",
+    "math_equal": "math equivalence of the \\boxed{} answer (math-verify, gold first)",
+}
+for _name, _description in _PLAIN.items():  # the engine's prediction scored by verify's metric of that name
+    metric(_name, _description)(lambda s, _name=_name: verify.score(_name, s.prediction, _gold(s)))
 
 
 @metric("search_o1_em", "Search-o1 EM: last \\boxed{} (\\text{} unwrapped), SQuAD EM", "Search-o1")
@@ -150,11 +145,6 @@ def _sr1(s: Scored) -> float:
 def _r1s(s: Scored) -> float:
     tag = answer_tag(s.text)
     return cover_exact_match(tag if tag is not None else s.prediction, _gold(s))
-
-
-@metric("math_equal", "math equivalence of the \\boxed{} answer (math-verify, gold first)")
-def _math(s: Scored) -> float:
-    return float(math_equal(s.prediction, _gold(s)))
 
 
 @metric("math_equal_last_number", "lm-evaluation-harness GSM8K flexible-extract: math equivalence of the last "
@@ -188,5 +178,5 @@ def score(names: Iterable[str], scored: Scored) -> dict[str, float]:
     return out
 
 
-__all__ = ["METRICS", "RUNNER_METRICS", "MetricSpec", "Scored", "answer_tag", "backoff", "describe", "metric",
-           "register_metric", "score", "search_o1_answer"]
+__all__ = ["METRICS", "RUNNER_METRICS", "MetricSpec", "Scored", "backoff", "describe", "metric", "register_metric",
+           "score", "search_o1_answer"]

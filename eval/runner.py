@@ -4,36 +4,41 @@
                                              corpus="per-question", out="runs/hq-so1", limit=50)))
     # CLI: agentic eval run --task hotpotqa --data PATH --engine search-o1 --corpus per-question --out DIR
 
-`DIR/results.jsonl`: one line per finished item (id, question, gold, prediction, every metric,
-tokens, tool calls, wall time, trajectory ids into `DIR/trajectories.jsonl`), appended and flushed
-as each item finishes. A rerun of the same command skips the items already there, so a killed run
-loses only the items in flight and never duplicates one (a torn last line is ignored and redone).
-Items whose engine raised an `AgenticError` go to `DIR/errors.jsonl` and are retried on the next run.
-With `--judge URI`, the judge scores every row without a verdict after generation (`eval.judging`), so
-adding `--judge` to a finished run's command judges it without regenerating anything.
-`DIR/run.json` holds the exact config; a rerun with a different config into the same DIR is refused.
-`DIR/summary.json` (`eval.summary.summarize`) is rewritten at the end of every run.
+The run directory (`--out DIR`):
+- `rollouts.jsonl`: one `Rollout` per finished example (`agentic_infer.runner.run_many`: appended and
+  flushed as each finishes; a torn last line is dropped on the next run). It holds every trajectory, and
+  the verdicts under each metric's name in `rollout.rewards` and the trajectories' `rewards`
+  (`eval.scoring`). A rerun of the same command skips the examples already there, so a killed run loses
+  only the items in flight and never writes a trajectory twice.
+- `results.jsonl`: one row per example, a flat view of its rollout (id, question, gold, prediction,
+  metrics read from `rollout.rewards`, tokens, calls, wall time, trajectory ids, the output's tail),
+  written right after the rollout; a rollout whose row a kill prevented gets it on the next run.
+- `rollouts.jsonl.errors.jsonl`: items whose engine raised an `AgenticError`; they are retried on the
+  next run.
+- `run.json` (the exact config; a rerun with a different config into the same DIR is refused),
+  `summary.json` (`eval.summary.summarize`, rewritten at the end of every run), `judge_cache.sqlite`.
+With `--judge URI`, the judge scores every item it has not judged after generation (`eval.judging`: the
+verdicts go into the rollouts, then the rows), so adding `--judge` to a finished run's command judges it
+without regenerating anything.
 Not covered: distributing one run over several machines (shard with --limit / separate DIRs).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.errors import AgenticError, ConfigError
-from eval.engines import Attempt, EngineContext, EvalOptions, get_engine
-from eval.judging import check_verdict, judge_rows, make_judge
-from eval.metric_variants import Scored, backoff, score, search_o1_answer
-from eval.metrics import cover_exact_match, exact_match, f1_score
-from eval.stats import majority, pass_at_k
+from agentic_infer.errors import ConfigError
+from agentic_infer.runner import load_rollouts, repair_jsonl, run_many, write_jsonl
+from agentic_infer.types import Rollout
+from eval.engines import EngineContext, EvalOptions, build_engine, get_engine
+from eval.judging import check_verdict, judge_id, judge_rollouts, make_judge
+from eval.scoring import backoff_metrics, result_row, write_item_verdicts
 from eval.summary import file_sha256, read_results, summarize, write_summary
 from eval.tasks import get_task
 from eval.tasks.base import Task
@@ -66,6 +71,7 @@ class RunConfig:
     max_searches: int = 5
     top_k: int = 5
     engine_options: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # renamed columns: expected field -> column in the file
 
     def __post_init__(self) -> None:
         if self.index and self.corpus:
@@ -89,6 +95,8 @@ class RunConfig:
         d = asdict(self)
         for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff"):
             d.pop(k)
+        if not d["fields"]:  # run dirs from before the field mapping existed resume as they are
+            d.pop("fields")
         return d
 
 
@@ -122,69 +130,11 @@ def make_retriever_factory(cfg: RunConfig, task: Task, data: Path):
 
         index = BM25Index.from_documents(list(task.pooled_corpus(data)))
         return lambda ex: index
-    from agentic_infer.cli.agents import ensure_default_index
+    from agentic_infer.tools.retrieval.default_index import ensure_default_index
     from agentic_infer.tools.retrieval.index import load_index
 
     index = load_index(ensure_default_index())
     return lambda ex: index
-
-
-# ----------------------------------------------------------------------------------- scoring
-
-def _correct(task: Task, pred: str | None, ex: Mapping[str, Any], text: str = "") -> float:
-    return score([task.primary], Scored(pred, ex["gold"], text=text or (pred or ""), example=ex))[task.primary]
-
-
-def backoff_metrics(text: str, gold: list[str], direct_pred: str | None) -> dict[str, float]:
-    """Search-o1's metrics with answer backoff: an empty boxed answer takes the direct run's prediction."""
-    pred = backoff(search_o1_answer(text), direct_pred)
-    return {"search_o1_em_backoff": exact_match(pred, gold), "search_o1_f1_backoff": f1_score(pred, gold),
-            "search_o1_acc_backoff": cover_exact_match(pred, gold) if pred else 0.0}
-
-
-def score_item(task: Task, ex: Mapping[str, Any], attempts: list[Attempt], *, direct_pred: str | None = None,
-               has_backoff: bool = False) -> dict[str, float]:
-    """Every metric of one item: the task's metrics on sample 0, pass@k / maj@k over samples."""
-    first = attempts[0]
-    metrics = score(task.metrics, Scored(first.prediction, ex["gold"], text=first.text, example=ex))
-    if has_backoff:
-        metrics.update(backoff_metrics(first.text, ex["gold"], direct_pred))
-    if first.samples is not None:  # deepconf: its traces are the samples
-        answers = first.samples
-        texts = [""] * len(answers)
-    else:
-        answers = [a.prediction for a in attempts]
-        texts = [a.text for a in attempts]
-    if len(answers) > 1:
-        correct = [_correct(task, a, ex, t) >= 1.0 for a, t in zip(answers, texts)]
-        n, c = len(answers), sum(correct)
-        metrics["pass@1"] = pass_at_k(n, c, 1)
-        metrics[f"pass@{n}"] = float(c > 0)
-        maj = majority(answers)
-        metrics[f"maj@{n}"] = _correct(task, maj, ex) if maj is not None else 0.0
-    return metrics
-
-
-def _row(task: Task, index: int, ex: Mapping[str, Any], attempts: list[Attempt], metrics: dict[str, float]) -> dict:
-    first = attempts[0]
-    row = {
-        "id": ex["id"], "index": index, "question": ex.get("user_question", ex["question"]), "gold": ex["gold"],
-        "prediction": first.prediction, "metrics": metrics,
-        "completion_tokens": sum(a.completion_tokens for a in attempts),
-        "prompt_tokens": sum(a.prompt_tokens for a in attempts),
-        "tool_calls": sum(a.tool_calls for a in attempts),
-        "search_calls": first.tool_calls, "llm_calls": sum(a.llm_calls for a in attempts),
-        "wall_s": round(sum(a.wall_s for a in attempts), 4), "unfinished": first.unfinished,
-        "trajectory_ids": [t.id for a in attempts for t in a.trajectories],
-        "output": first.text[-2000:],
-    }
-    if len(attempts) > 1:
-        row["predictions"] = [a.prediction for a in attempts]
-    if first.samples is not None:
-        row["predictions"] = first.samples
-    if first.extra:
-        row.update(first.extra)
-    return row
 
 
 # ----------------------------------------------------------------------------------- the run
@@ -206,7 +156,7 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
     task = get_task(cfg.task)
     spec = get_engine(cfg.engine)
     data = Path(cfg.data).expanduser()
-    examples = task.load(data, limit=cfg.limit)
+    examples = task.load(data, limit=cfg.limit, fields=cfg.fields)
     if spec.needs_retriever and not (cfg.index or cfg.corpus):
         raise ConfigError(f"engine {cfg.engine!r} searches: pass --index DIR or --corpus per-question|pooled|wiki-vital")
     out = Path(cfg.out)
@@ -233,56 +183,42 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
         direct = {r["id"]: r.get("prediction") for r in read_results(Path(cfg.backoff) / "results.jsonl")}
         if not direct:
             raise ConfigError(f"--backoff {cfg.backoff}: no results.jsonl rows there (run the direct engine first)")
-    ctx = EngineContext(llm=llm, task=task, options=cfg.options(), retriever_for=make_retriever_factory(cfg, task, data))
-    engine = spec.build(ctx)
+    by_id = {ex["id"]: ex for ex in examples}
+    factory = make_retriever_factory(cfg, task, data)
+    retriever_for = None if factory is None else (lambda ex: factory(by_id[ex["id"]]))
+    engine = build_engine(spec, EngineContext(llm=llm, task=task, options=cfg.options(), retriever_for=retriever_for))
 
-    results_path, traj_path, err_path = out / "results.jsonl", out / "trajectories.jsonl", out / "errors.jsonl"
-    done = {r["id"] for r in read_results(results_path)}
-    todo = [(i, ex) for i, ex in enumerate(examples) if ex["id"] not in done]
-    n_samples = 1 if spec.samples_internally else cfg.samples
-    files = {p: open(p, "a", encoding="utf-8") for p in (results_path, traj_path, err_path)}  # noqa: SIM115
-    for p, f in files.items():  # end a line torn by a crash so the next record starts clean
-        if p.stat().st_size and not p.read_bytes().endswith(b"\n"):
-            f.write("\n")
-    bar = _progress(len(examples), len(examples) - len(todo), f"{task.name}/{cfg.engine}", progress)
-    sem = asyncio.Semaphore(cfg.concurrency)
+    rollouts_path, results_path = out / "rollouts.jsonl", out / "results.jsonl"
+    repair_jsonl(results_path)
+    has_row = {r["id"] for r in read_results(results_path)}
+    todo = [(i, ex) for i, ex in enumerate(examples) if ex["id"] not in has_row]
     t_start = time.perf_counter()
 
-    async def one(i: int, ex: dict[str, Any]) -> None:
-        async with sem:
-            try:
-                attempts = [await engine.solve(ex, sample=s) for s in range(n_samples)]
-                metrics = score_item(task, ex, attempts, direct_pred=direct.get(ex["id"]), has_backoff=bool(cfg.backoff))
-            except AgenticError as e:
-                log.warning("%s %s: %s (retried on the next run)", task.name, ex["id"], e)
-                files[err_path].write(json.dumps({"id": ex["id"], "error": f"{type(e).__name__}: {e}"}) + "\n")
-                files[err_path].flush()
-                bar.advance()
-                return
-            for a in attempts:
-                for t in a.trajectories:
-                    t.metadata["example_id"] = ex["id"]
-                    files[traj_path].write(t.to_json() + "\n")
-            files[traj_path].flush()
-            files[results_path].write(json.dumps(_row(task, i, ex, attempts, metrics), ensure_ascii=False, default=str) + "\n")
-            files[results_path].flush()
-            bar.advance()
+    names: dict[int, list[str]] = {}  # metric names of the rollouts written but not yet given a row
 
-    tasks = [asyncio.ensure_future(one(i, ex)) for i, ex in todo]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:  # stop the items in flight before the files close; they are redone next run
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        bar.close()
-        for f in files.values():
-            f.close()
+    def score(j: int, rollout: Rollout) -> None:  # before run_many writes the rollout: the line holds the verdicts
+        ex = todo[j][1]
+        names[j] = write_item_verdicts(task, spec, ex, rollout, direct_pred=direct.get(ex["id"]),
+                                       has_backoff=bool(cfg.backoff))
+
+    with open(results_path, "a", encoding="utf-8") as sink:
+        def write_row(j: int, rollout: Rollout) -> None:  # after run_many wrote it
+            i, ex = todo[j]
+            row = result_row(task, spec, i, ex, rollout, names.pop(j))
+            sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+            has_row.add(ex["id"])
+
+        rollouts = await run_many(engine, [{"id": ex["id"], "question": ex["question"]} for _, ex in todo],
+                                  concurrency=cfg.concurrency, out=rollouts_path, progress=progress, prepare=score,
+                                  on_rollout=write_row)
+        for j, rollout in enumerate(rollouts):  # rollouts of a run killed before their row was written
+            if rollout is not None and todo[j][1]["id"] not in has_row:
+                score(j, rollout)
+                write_row(j, rollout)
     rows = read_results(results_path)
-    if judge is not None and await judge_rows(rows, judge, concurrency=cfg.concurrency):
-        _rewrite(results_path, rows)
+    if judge is not None:
+        await _judge(rows, judge, rollouts_path, results_path, concurrency=cfg.concurrency)
     if cfg.backoff:  # rows written before --backoff was given get the backoff metrics in the summary too
         for r in rows:
             if "search_o1_em_backoff" not in r["metrics"]:
@@ -293,38 +229,14 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
     return summary
 
 
-def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Replace results.jsonl with `rows` atomically (a crash leaves the old file or the new one)."""
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-class _progress:
-    def __init__(self, total: int, done: int, label: str, enabled: bool):
-        self.bar = None
-        if enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TimeRemainingColumn())
-            self.task = self.bar.add_task(label, total=total, completed=done)
-            self.bar.start()
-
-    def advance(self) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+async def _judge(rows: list[dict[str, Any]], judge: Any, rollouts_path: Path, results_path: Path, *,
+                 concurrency: int) -> None:
+    """The judging phase: verdicts into the rollouts (rollouts.jsonl rewritten), then into the rows."""
+    if all(r.get("judged_by") == judge_id(judge) for r in rows):
+        return
+    rollouts = load_rollouts(rollouts_path)
+    paid, changed = await judge_rollouts(rows, rollouts, judge, concurrency=concurrency)
+    if paid:
+        write_jsonl(rollouts_path, (r.to_json() for r in rollouts.values()))
+    if changed:
+        write_jsonl(results_path, (json.dumps(r, ensure_ascii=False, default=str) for r in rows))

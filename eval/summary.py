@@ -14,17 +14,15 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import logging
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.runner import read_jsonl
 from eval.metric_variants import describe
 from eval.stats import summarize_values
-
-log = logging.getLogger(__name__)
 
 # Published systems' metrics, named as the papers name them -> the metric key that computes them.
 PUBLISHED = {
@@ -37,22 +35,10 @@ PUBLISHED = {
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a results.jsonl ([] when absent); unreadable lines (a torn tail) are skipped, ids kept once."""
-    path = Path(path)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    if not path.exists():
-        return rows
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                log.warning("%s:%d is torn (a killed run); that item will be redone", path, n)
-                continue
-            if row.get("id") in seen:
-                continue
+    for row in read_jsonl(Path(path)):
+        if row.get("id") not in seen:
             seen.add(row["id"])
             rows.append(row)
     return rows

@@ -1,7 +1,13 @@
-"""Shared fixtures: the embedded model (in process and behind a real OpenAI-compatible server) and data paths."""
+"""Shared fixtures: the embedded model (in process and behind a real OpenAI-compatible server) and data paths.
+
+Under `CI=true` a skip is a failure: a missing test extra (an `importorskip`) or missing `../shared/data`
+would otherwise turn whole modules green when an install breaks. Skips for what a host may lack by design
+say so with a reason starting `host:` (e.g. no Landlock on this kernel) and stay skips.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -35,3 +41,117 @@ def llama_server():
 
     with LlamaCppServer(n_ctx=2048) as server:
         yield server
+
+
+@pytest.fixture()
+def count_llama_tokens(monkeypatch):
+    """`count_llama_tokens(llm) -> counts`: from then on (for this test), `counts` gets one entry per generation
+    of the llama.cpp backend `llm`: the tokens `Llama.generate` yielded in the backend's worker thread, whether
+    or not anyone consumed them (backend-side evidence for cancellation tests)."""
+
+    def install(llm) -> list[int]:
+        llama = llm.llama
+        counts: list[int] = []
+        generate = llama.generate
+
+        def counting_generate(*args, **kwargs):
+            counts.append(0)
+            for tok in generate(*args, **kwargs):
+                counts[-1] += 1
+                yield tok
+
+        monkeypatch.setattr(llama, "generate", counting_generate)
+        return counts
+
+    return install
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2():
+    """The embedded SmolLM2-135M as a transformers model (`hf://DIR`, float32 on CPU), loaded once per session.
+
+    Dequantising the GGUF in transformers takes ~40 s on 2 cores, so the first use converts it once into a
+    plain transformers directory (safetensors + tokenizer.json, ~0.5 GB) under the asset cache; later
+    sessions load that in about a second. `tests/agentic_infer/backends/test_hf.py` (slow) keeps
+    testing the `?gguf_file=` path itself.
+    """
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from agentic_infer.assets import cache_dir
+    from agentic_infer.backends import load_llm
+    from agentic_infer.backends.llamacpp import default_model_path
+
+    gguf = default_model_path()
+    target = cache_dir() / "test-models" / f"{gguf.stem}-hf-f32"
+    if not (target / "model.safetensors").exists():
+        _gguf_to_hf_dir(gguf, target)
+    return load_llm(f"hf://{target}?device=cpu&dtype=float32")
+
+
+def _gguf_to_hf_dir(gguf: Path, target: Path) -> None:
+    """Dequantise `gguf` with transformers and write it as a plain transformers model directory (atomically)."""
+    import shutil
+    import tempfile
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    kw = {"gguf_file": gguf.name, "local_files_only": True}
+    config = AutoConfig.from_pretrained(str(gguf.parent), **kw)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), **kw)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), dtype=torch.float32, **kw)
+    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    weights = {k: v.contiguous() for k, v in model.state_dict().items() if k not in tied}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        config.save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture()
+def fault_proxy(llama_server):
+    """A `FaultProxy` in front of `llama_server` (fresh per test): script faults with `set_faults`, read what
+    the server side saw in `requests` (arrival / finish times) and `peak_in_flight`."""
+    from agentic_infer.fault_proxy import FaultProxy
+
+    with FaultProxy(f"127.0.0.1:{llama_server.port}") as proxy:
+        yield proxy
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if _in_ci() and report.skipped and not _host_skip(report):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, which must run every test: {_skip_reason(report)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if _in_ci() and report.skipped and not _host_skip(report):  # a module-level importorskip
+        report.outcome = "failed"
+        report.longrepr = f"module skipped under CI=true, which must run every test: {_skip_reason(report)}"
+
+
+def _skip_reason(report) -> str:
+    lr = report.longrepr
+    return lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+
+
+def _host_skip(report) -> bool:
+    return _skip_reason(report).removeprefix("Skipped: ").startswith("host:")

@@ -9,7 +9,26 @@ A backend is async-first:
 - `async for delta in llm.stream(prompt, params)`: one `StreamDelta` per generated token; breaking
   out of the loop (or `aclose()`) cancels the generation at the backend.
 - `llm.render(messages, add_generation_prompt=True) -> str` applies the chat template.
-- `llm.tokenizer.encode(text) / decode(ids)`.
+- `llm.tokenizer.encode(text, add_special=True) / decode(ids)` (see "Encode semantics" below).
+
+Encode semantics, the same for every tokenizer (llama.cpp, transformers, the local tokenizer of a
+remote model, FakeLLM's byte tokenizer):
+
+- `encode(text, add_special=True)`: `text` opens a sequence. The model's own start-of-sequence
+  policy applies (a BOS token when its tokenizer adds one: llama.cpp's `add_bos_token`,
+  transformers' `add_special_tokens`; never a second one in front of a BOS the text already begins
+  with, as a rendered chat template may), and these are exactly the ids `llm.generate(text)`
+  conditions on. `encode_prompt(llm, text)` is this.
+- `encode(text, add_special=False)`: `text` is a piece spliced into the middle of a sequence (an
+  observation, forced text): nothing is added, never a BOS or EOS. `encode_continuation(llm, text)`
+  is this.
+- In both, special-token strings written in the text (chat markers such as `<|im_start|>`) are parsed
+  as the special tokens, as a rendered chat template needs. `decode(ids)` renders special tokens as
+  their text, so `encode(decode(ids))` round-trips a canonical tokenization.
+
+Generated text is decoded from ids; so a piece's ids, not its text, are the record (BPE merges
+across piece boundaries: `encode(a) + encode(b) != encode(a + b)` in general). The agent loop keeps
+ids and generates from them (`engines/loop.py`).
 
 Backends subclass `BaseLLM` and implement `_stream_tokens` (one sample, token by token) or override
 `_generate_one`; stop strings are matched here, client-side, by `StopMatcher`, so every backend
@@ -21,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import inspect
 import random
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -35,7 +55,9 @@ Prompt = Union[str, Sequence[int], Sequence[Message]]
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    def encode(self, text: str) -> list[int]: ...
+    """See "Encode semantics" in the module docstring."""
+
+    def encode(self, text: str, add_special: bool = True) -> list[int]: ...
     def decode(self, ids: Sequence[int]) -> str: ...
 
 
@@ -173,18 +195,59 @@ async def thread_tokens(run: Any, what: str) -> AsyncIterator[Any]:
 
 def count_prompt_tokens(llm: Any, prompt: Any, reported: int | None = None) -> int:
     """Prompt tokens of one call: the backend's own count when it `reported` one, else `prompt` counted by
-    its tokenizer (token ids count as they are); 0 when neither is possible (a message list, or a remote
-    model without ?tokenizer=)."""
+    its tokenizer (token ids count as they are, text as `encode_prompt` reads it); 0 when neither is
+    possible (a message list, or a remote model without ?tokenizer=)."""
     if reported is not None:
         return reported
     if isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
         return len(prompt)
-    if not isinstance(prompt, str):
-        return 0
+    ids = encode_prompt(llm, prompt) if isinstance(prompt, str) else None
+    return len(ids) if ids is not None else 0
+
+
+def encode_prompt(llm: Any, text: str) -> list[int] | None:
+    """Token ids of `text` at the start of a sequence, exactly as `llm.generate(text)` conditions on them
+    (`tokenizer.encode(text, add_special=True)`: the model's own BOS policy, special-token strings such as
+    chat markers parsed). None when the backend has no tokenizer."""
+    return _encode(llm, text, add_special=True)
+
+
+def encode_continuation(llm: Any, text: str) -> list[int] | None:
+    """Token ids of `text` spliced into the middle of a sequence (an observation, forced text):
+    `tokenizer.encode(text, add_special=False)`: special-token strings parsed, nothing added (no BOS/EOS).
+    None when the backend has no tokenizer."""
+    return _encode(llm, text, add_special=False)
+
+
+def _encode(llm: Any, text: str, *, add_special: bool) -> list[int] | None:
     try:
-        return len(llm.tokenizer.encode(prompt))
-    except (AgenticError, AttributeError, NotImplementedError):
-        return 0
+        return tokenize(llm.tokenizer, text, add_special=add_special)
+    except (AgenticError, AttributeError, NotImplementedError):  # no tokenizer (a remote model without one)
+        return None
+
+
+def tokenize(tokenizer: Any, text: str, *, add_special: bool) -> list[int]:
+    """`tokenizer.encode(text, add_special=...)`; a tokenizer whose encode takes no such flag adds nothing
+    and is called without it."""
+    if not _takes_add_special(tokenizer.encode):
+        return list(tokenizer.encode(text))
+    return list(tokenizer.encode(text, add_special=add_special))
+
+
+def _takes_add_special(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return "add_special" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def without_double_bos(ids: list[int], bos_id: int | None) -> list[int]:
+    """`ids` minus a BOS the tokenizer added in front of one the text already began with (a rendered chat
+    template that writes `{{ bos_token }}`): the model is conditioned on one BOS, never two."""
+    if bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == bos_id:
+        return ids[1:]
+    return ids
 
 
 def sample_seeds(params: SamplingParams) -> list[int]:

@@ -18,21 +18,29 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.backends.base import BaseLLM, thread_tokens
+from agentic_infer.backends.base import BaseLLM, thread_tokens, without_double_bos
 from agentic_infer.backends.chat_template import ChatTemplate
 from agentic_infer.errors import ConfigError, ContextLengthError
 from agentic_infer.types import Message, SamplingParams, TokenLogprob, TopLogprob
 
 
 class HFTokenizer:
+    """A transformers tokenizer with the encode semantics of `agentic_infer.backends.base`.
+
+    `add_special=True` is transformers' `add_special_tokens=True` (the tokenizer's own BOS policy), never
+    a second BOS in front of one the text begins with; `add_special=False` adds nothing. `decode` keeps
+    special tokens and spaces as they are (no clean-up), so it inverts `encode`.
+    """
+
     def __init__(self, hf: Any):
         self.hf = hf
 
-    def encode(self, text: str) -> list[int]:
-        return self.hf.encode(text, add_special_tokens=False)
+    def encode(self, text: str, add_special: bool = True) -> list[int]:
+        ids = list(self.hf.encode(text, add_special_tokens=add_special))
+        return without_double_bos(ids, self.hf.bos_token_id) if add_special else ids
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.hf.decode(list(ids))
+        return self.hf.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
 def _pick(logits: Any, params: SamplingParams, prev: Sequence[int], generator: Any) -> int:
@@ -115,7 +123,8 @@ class HFLLM(BaseLLM):
             past = None
             inp = torch.tensor([ids], device=self.device)
             prev = list(ids)
-            for _ in range(params.max_tokens):
+            text = _Detokenizer(self._tokenizer)
+            for step in range(params.max_tokens):
                 if cancelled.is_set():
                     return
                 out = self.model(input_ids=inp, use_cache=True, **{cache_arg: past})
@@ -133,13 +142,33 @@ class HFLLM(BaseLLM):
                         TopLogprob(self._hf_tok.decode([int(i)]), float(v), int(i))
                         for v, i in zip(top.values.tolist(), top.indices.tolist()))
                     lp = TokenLogprob(tok, self._hf_tok.decode([tok]), float(logp[tok]), alts)
-                emit((self._hf_tok.decode([tok]), lp))
                 prev.append(tok)
+                emit((text.push(tok, last=step == params.max_tokens - 1), lp))
                 inp = torch.tensor([[tok]], device=self.device)
 
     def _stream_tokens(self, prompt, params, seed, cancelled) -> AsyncIterator[tuple[Any, Any]]:
         ids = self._tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
         return thread_tokens(lambda emit, flag: self._run(ids, params, seed, emit, flag), "transformers")
+
+
+class _Detokenizer:
+    """Incremental text of generated ids (vLLM's prefix/read offsets): a token's text is the difference
+    of two decodes, so a multi-byte character split across tokens and a SentencePiece leading space come
+    out right; text ending in an incomplete character is held back until it completes (or `last`)."""
+
+    def __init__(self, tokenizer: HFTokenizer):
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.prefix = self.read = 0
+
+    def push(self, tok: int, *, last: bool = False) -> str:
+        self.ids.append(tok)
+        before = self.tokenizer.decode(self.ids[self.prefix:self.read])
+        after = self.tokenizer.decode(self.ids[self.prefix:])
+        if len(after) > len(before) and (last or not after.endswith("\ufffd")):
+            self.prefix, self.read = self.read, len(self.ids)
+            return after[len(before):]
+        return ""
 
 
 def _chatml() -> str:

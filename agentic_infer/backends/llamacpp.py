@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_infer.backends.base import BaseLLM, thread_tokens
+from agentic_infer.backends.base import BaseLLM, thread_tokens, without_double_bos
 from agentic_infer.backends.chat_template import ChatTemplate
 from agentic_infer.errors import ConfigError, ContextLengthError
 from agentic_infer.types import Message, SamplingParams, TokenLogprob, TopLogprob
@@ -56,11 +56,18 @@ def top_logprobs(logits: np.ndarray, chosen: int, k: int) -> tuple[float, list[t
 
 
 class LlamaCppTokenizer:
+    """A GGUF vocabulary's tokenizer, with the encode semantics of `agentic_infer.backends.base`.
+
+    `add_special=True` adds what the GGUF says (`tokenizer.ggml.add_bos_token`), never a second BOS in
+    front of one the text begins with; `add_special=False` adds nothing. Special-token strings are parsed.
+    """
+
     def __init__(self, llama: Any):
         self._llama = llama
 
     def encode(self, text: str, add_special: bool = True) -> list[int]:
-        return self._llama.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+        ids = self._llama.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+        return without_double_bos(ids, self._llama.token_bos()) if add_special else ids
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._llama.detokenize(list(ids), special=True).decode("utf-8", errors="replace")

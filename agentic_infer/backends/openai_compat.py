@@ -5,7 +5,18 @@ URI: `openai://HOST:PORT/v1?model=NAME` with options
 completions API, so partial assistant turns can be continued), `concurrency` (default 16),
 `timeout` (seconds, default 120), `retries` (attempts, default 5), `max_wait` (seconds between
 attempts, default 30), `https=1`, `api_key_env` (name of the environment variable holding the key,
-default OPENAI_API_KEY; "EMPTY" when unset), `stops=client|server`, `flavor=auto|openai|vllm|sglang|llamacpp`.
+default OPENAI_API_KEY; "EMPTY" when unset), `stops=client|server`, `flavor=auto|openai|vllm|sglang|llamacpp`,
+`token_prompts=auto|on|off` (send token-id prompts as ids; `auto`: yes, except to llama-cpp-python's
+server, which takes text only).
+
+Token-in, token-out: a token-id prompt goes to the completions API as ids (the OpenAI API allows a
+list of ints), so the server conditions on exactly those ids. Token ids come back where the server
+gives them: with vLLM (`flavor=vllm`) the request asks for `return_token_ids` (the ids in
+`choice.token_ids`) and, with logprobs, `return_tokens_as_token_ids` (logprob tokens written
+`token_id:123`, parsed into `TokenLogprob.token_id`). A server that returns none (llama.cpp's,
+OpenAI's) gives `Completion.token_ids=None`, and the agent loop marks such a trajectory inexact. When
+ids must be sent as text (`token_prompts=off`), the server re-tokenizes them, so any ids it returns
+are dropped.
 
 Sampling options beyond OpenAI's (top_k, repetition penalty) are sent in the server's own dialect:
 the flavor is detected once from `GET /models` (`owned_by`) unless given. llama.cpp's server has
@@ -29,6 +40,7 @@ import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agentic_infer.backends.base import BaseLLM, sample_seeds
@@ -41,6 +53,8 @@ log = logging.getLogger(__name__)
 FLAVORS = ("auto", "openai", "vllm", "sglang", "llamacpp")
 # `owned_by` in GET /models -> flavor
 OWNERS = {"vllm": "vllm", "sglang": "sglang", "me": "llamacpp", "llamacpp": "llamacpp"}
+# llama-cpp-python's server (`owned_by: me`) takes text prompts only (llama.cpp's own server takes ids)
+TEXT_ONLY_OWNER = "me"
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -62,15 +76,43 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APITimeoutError | openai.APIConnectionError)
 
 
+def _parse_token(token: str) -> tuple[str, int | None]:
+    """(text, id) of a logprob token: vLLM's `return_tokens_as_token_ids` writes `token_id:123` (text unknown)."""
+    if token.startswith("token_id:") and token[9:].isdigit():
+        return "", int(token[9:])
+    return token, None
+
+
 def _token_logprobs(tokens: Sequence[str], lps: Sequence[float | None], tops: Sequence[dict | None] | None,
                     k: int) -> list[TokenLogprob]:
     out = []
     for i, (tok, lp) in enumerate(zip(tokens, lps)):
         top = (tops[i] if tops and i < len(tops) else None) or {}
         alts = sorted(top.items(), key=lambda kv: -kv[1])[:k]
-        out.append(TokenLogprob(None, tok, float(lp) if lp is not None else math.nan,
-                                tuple(TopLogprob(t, float(v)) for t, v in alts)))
+        text, tid = _parse_token(tok)
+        out.append(TokenLogprob(tid, text, float(lp) if lp is not None else math.nan,
+                                tuple(_top(t, v) for t, v in alts)))
     return out
+
+
+def _top(token: str, logprob: float) -> TopLogprob:
+    text, tid = _parse_token(token)
+    return TopLogprob(text, float(logprob), tid)
+
+
+def _choice_tokens(choice: Any, k: int | None) -> list[TokenLogprob]:
+    """The tokens of one (streamed or whole) completions choice: from its logprobs, with the ids the server
+    gave (vLLM: `return_token_ids` puts them in `choice.token_ids`, `return_tokens_as_token_ids` in the
+    logprob tokens); [] when the choice carries neither logprobs nor ids."""
+    lp = choice.logprobs
+    toks = _token_logprobs(lp.tokens or [], lp.token_logprobs or [], lp.top_logprobs, k or 0) \
+        if lp is not None and lp.tokens else []
+    ids = getattr(choice, "token_ids", None)
+    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        return toks
+    if toks and len(toks) == len(ids):
+        return [replace(t, token_id=i) for t, i in zip(toks, ids)]
+    return [TokenLogprob(i, "", math.nan) for i in ids]
 
 
 def _chat_logprobs(content: Sequence[Any] | None) -> list[TokenLogprob]:
@@ -88,7 +130,7 @@ class OpenAICompatLLM(BaseLLM):
 
     def __init__(self, base_url: str, model: str, *, tokenizer: str | None = None, concurrency: int = 16,
                  timeout: float = 120.0, retries: int = 5, max_wait: float = 30.0, api_key: str | None = None,
-                 stops: str = "client", flavor: str = "auto"):
+                 stops: str = "client", flavor: str = "auto", token_prompts: str = "auto"):
         super().__init__()
         import httpx
         import openai
@@ -101,7 +143,10 @@ class OpenAICompatLLM(BaseLLM):
             raise ConfigError(f"stops={stops!r}: must be 'client' or 'server'")
         if flavor not in FLAVORS:
             raise ConfigError(f"flavor={flavor!r}: must be one of {FLAVORS}")
+        if token_prompts not in ("auto", "on", "off"):
+            raise ConfigError(f"token_prompts={token_prompts!r}: must be 'auto', 'on' or 'off'")
         self.flavor = flavor
+        self.token_prompts = token_prompts
         self.base_url = base_url
         self.model = model
         self.retries = retries
@@ -177,8 +222,17 @@ class OpenAICompatLLM(BaseLLM):
             except BackendError:
                 owners = set()
             self.flavor = next((f for o, f in OWNERS.items() if o in owners), "openai")
+            if self.token_prompts == "auto" and TEXT_ONLY_OWNER in owners:
+                self.token_prompts = "off"
             log.info("openai backend %s: server flavor %s", self.base_url, self.flavor)
         return self.flavor
+
+    def _wire_prompt(self, prompt: str | list[int]) -> tuple[str | list[int], bool]:
+        """The prompt as sent, and whether token ids were turned into text for a server that takes text only
+        (it re-tokenizes them, so ids it returns would not be exact: they are dropped)."""
+        if isinstance(prompt, str) or self.token_prompts != "off":
+            return prompt, False
+        return self.tokenizer.decode(prompt), True
 
     def _body(self, params: SamplingParams, *, n: int, seed: int | None, chat: bool, send_stop: bool) -> dict:
         body: dict[str, Any] = {
@@ -199,6 +253,10 @@ class OpenAICompatLLM(BaseLLM):
                 extra["repetition_penalty"] = params.repetition_penalty
             if send_stop and params.stop and params.include_stop:
                 extra["include_stop_str_in_output" if self.flavor == "vllm" else "no_stop_trim"] = True
+            if self.flavor == "vllm" and not chat:  # token ids back (token-in, token-out)
+                extra["return_token_ids"] = True
+                if params.logprobs is not None:
+                    extra["return_tokens_as_token_ids"] = True
         elif params.top_k > 0 or params.repetition_penalty != 1.0:
             log.warning("openai backend %s: a plain OpenAI server takes no top_k / repetition_penalty; ignored "
                         "(set ?flavor=vllm|sglang|llamacpp if the server understands them)", self.base_url)
@@ -221,19 +279,21 @@ class OpenAICompatLLM(BaseLLM):
         if params.stop and self.stops == "client":
             seeds = sample_seeds(params)
             return list(await asyncio.gather(*(self._generate_one(p, params.replace(n=1), s) for s in seeds)))
+        wire, retexted = self._wire_prompt(p)
         resp = await self._request(lambda: self._client.completions.create(
-            prompt=p, **self._body(params, n=params.n, seed=params.seed, chat=False, send_stop=True)))
+            prompt=wire, **self._body(params, n=params.n, seed=params.seed, chat=False, send_stop=True)))
         out = [self._from_choice(c, params) for c in sorted(resp.choices, key=lambda c: c.index)]
         prompt_tokens = getattr(getattr(resp, "usage", None), "prompt_tokens", None)
         for comp in out:
             comp.prompt_tokens = prompt_tokens
+            if retexted:
+                comp.token_ids = None
         return out
 
     def _from_choice(self, choice: Any, params: SamplingParams) -> Completion:
-        lps = None
-        if params.logprobs is not None and choice.logprobs is not None:
-            lp = choice.logprobs
-            lps = _token_logprobs(lp.tokens or [], lp.token_logprobs or [], lp.top_logprobs, params.logprobs)
+        toks = _choice_tokens(choice, params.logprobs)
+        lps = toks if params.logprobs is not None and choice.logprobs is not None else None
+        ids = [t.token_id for t in toks] if toks and all(t.token_id is not None for t in toks) else None
         finish = choice.finish_reason if choice.finish_reason in ("stop", "length") else "stop"
         stop_reason = getattr(choice, "stop_reason", None) or getattr(choice, "matched_stop", None)
         if not isinstance(stop_reason, str):
@@ -241,7 +301,7 @@ class OpenAICompatLLM(BaseLLM):
         text = choice.text
         if stop_reason and params.include_stop and not text.endswith(stop_reason):
             text += stop_reason
-        return Completion(text=text, token_ids=None, logprobs=lps, finish_reason=finish, stop_reason=stop_reason)
+        return Completion(text=text, token_ids=ids, logprobs=lps, finish_reason=finish, stop_reason=stop_reason)
 
     async def _chat(self, messages: Sequence[Any], params: SamplingParams) -> list[Completion]:
         msgs = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
@@ -258,9 +318,8 @@ class OpenAICompatLLM(BaseLLM):
 
     # -- streaming ------------------------------------------------------------------------------------
     async def _stream_tokens(self, prompt, params, seed, cancelled) -> AsyncIterator[tuple[Any, Any]]:
-        if not isinstance(prompt, str):
-            prompt = list(prompt)
         await self._detect_flavor()
+        prompt, retexted = self._wire_prompt(prompt if isinstance(prompt, str) else list(prompt))
         body = self._body(params, n=1, seed=seed, chat=False, send_stop=False)
         stream = await self._request(lambda: self._client.completions.create(prompt=prompt, stream=True, **body))
         try:
@@ -270,9 +329,16 @@ class OpenAICompatLLM(BaseLLM):
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
-                lp = choice.logprobs
-                if lp is not None and lp.tokens:
-                    toks = _token_logprobs(lp.tokens, lp.token_logprobs or [], lp.top_logprobs, params.logprobs or 0)
+                toks = _choice_tokens(choice, params.logprobs)
+                if retexted:  # the server re-tokenized our ids: what it returns is not exact
+                    toks = [replace(t, token_id=None) for t in toks]
+                if toks and all(t.token_id is not None for t in toks):
+                    # one delta per token, the chunk's text with its last token: a stop string matched in
+                    # the chunk then keeps every id the server generated (the loop decodes them)
+                    for tok in toks[:-1]:
+                        yield "", tok
+                    yield choice.text or "", toks[-1]
+                elif toks:
                     for tok in toks:  # one delta per token; the chunk's text is the tokens' text
                         yield tok.token, tok
                 elif choice.text:

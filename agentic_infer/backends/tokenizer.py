@@ -17,19 +17,22 @@ from agentic_infer.errors import ConfigError
 
 
 class LocalTokenizer:
-    """encode / decode plus the chat template, whatever the source."""
+    """A GGUF or transformers tokenizer plus the model's chat template, whatever the source.
 
-    def __init__(self, encode: Any, decode: Any, template: ChatTemplate, source: str):
-        self._encode = encode
-        self._decode = decode
+    `encode(text, add_special=True)` follows the encode semantics of `agentic_infer.backends.base`
+    (the source tokenizer's own BOS policy for a sequence start; nothing added for a mid-sequence piece).
+    """
+
+    def __init__(self, inner: Any, template: ChatTemplate, source: str):
+        self.inner = inner  # a LlamaCppTokenizer or HFTokenizer
         self.template = template
         self.source = source
 
-    def encode(self, text: str) -> list[int]:
-        return list(self._encode(text))
+    def encode(self, text: str, add_special: bool = True) -> list[int]:
+        return self.inner.encode(text, add_special=add_special)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._decode(list(ids))
+        return self.inner.decode(list(ids))
 
 
 def _gguf_tokenizer(path: Path) -> LocalTokenizer:
@@ -42,7 +45,7 @@ def _gguf_tokenizer(path: Path) -> LocalTokenizer:
     vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
     tok = LlamaCppTokenizer(vocab)
     template = ChatTemplate.from_gguf_metadata(vocab.metadata, tok)
-    return LocalTokenizer(tok.encode, tok.decode, template, str(path))
+    return LocalTokenizer(tok, template, str(path))
 
 
 def _hf_tokenizer(path: str) -> LocalTokenizer:
@@ -50,11 +53,13 @@ def _hf_tokenizer(path: str) -> LocalTokenizer:
         from transformers import AutoTokenizer
     except ImportError as e:
         raise ConfigError("a transformers tokenizer needs the hf extra: pip install 'agentic-infer[hf]'") from e
+    from agentic_infer.backends.hf import HFTokenizer
+
     hf = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if not hf.chat_template:
         raise ConfigError(f"tokenizer at {path!r} has no chat_template; pass raw text prompts instead of messages")
     template = ChatTemplate(hf.chat_template, bos_token=hf.bos_token or "", eos_token=hf.eos_token or "")
-    return LocalTokenizer(lambda t: hf.encode(t, add_special_tokens=False), hf.decode, template, path)
+    return LocalTokenizer(HFTokenizer(hf), template, path)
 
 
 def load_tokenizer(spec: str) -> LocalTokenizer:

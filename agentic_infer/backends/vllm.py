@@ -6,6 +6,12 @@ completions in one request, and continuous-batches concurrent requests; streamin
 `engine.abort(request_id)`. Logprobs are requested from the raw (untempered) distribution where the
 installed vLLM supports `logprobs_mode="raw_logprobs"` (DeepConf needs that).
 
+Token-in, token-out: text prompts are tokenized here (`tokenizer.encode(text, add_special=True)`, the
+encode semantics of `backends/base.py`) and every prompt reaches the engine as `prompt_token_ids`,
+so a text prompt and its `encode_prompt` ids condition identically. Completions carry vLLM's
+generated ids; the final EOS / stop token id that vLLM includes is dropped, as the other backends
+never return it (the text never shows it either).
+
 Not tested in the default suite (no GPU, no vLLM wheel here): its tests are marked `gpu`.
 """
 
@@ -50,6 +56,11 @@ class VLLMLLM(BaseLLM):
             self._hf_tok = AutoTokenizer.from_pretrained(self.model, local_files_only=True)
         return HFTokenizer(self._hf_tok)
 
+    def _as_prompt(self, prompt: Any) -> list[int]:
+        """Token ids (text is tokenized here, with the same encode semantics as `encode_prompt`)."""
+        p = super()._as_prompt(prompt)
+        return self.tokenizer.encode(p) if isinstance(p, str) else list(p)
+
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         hf = self.tokenizer.hf
         return ChatTemplate(hf.chat_template, bos_token=hf.bos_token or "", eos_token=hf.eos_token or "").render(
@@ -75,9 +86,19 @@ class VLLMLLM(BaseLLM):
         return TokenLogprob(tid, (own.decoded_token if own else "") or "", own.logprob if own else float("nan"),
                             tuple(TopLogprob(lp.decoded_token or "", lp.logprob, i) for i, lp in top))
 
+    def _ends_on_stop_token(self, out: Any) -> bool:
+        """vLLM keeps the EOS (or stop-token) id that ended a sequence in `token_ids`; we drop it."""
+        if out.finish_reason != "stop" or not out.token_ids or isinstance(out.stop_reason, str):
+            return False
+        last = out.token_ids[-1]
+        return last == out.stop_reason if isinstance(out.stop_reason, int) else last == self.tokenizer.hf.eos_token_id
+
     def _completion(self, out: Any, want_logprobs: bool) -> Completion:
         ids = list(out.token_ids)
         lps = [self._token(t, e) for t, e in zip(ids, out.logprobs)] if want_logprobs and out.logprobs else None
+        if self._ends_on_stop_token(out):
+            ids = ids[:-1]
+            lps = lps[:-1] if lps is not None else None
         finish = out.finish_reason if out.finish_reason in ("stop", "length") else "abort"
         stop = out.stop_reason if isinstance(out.stop_reason, str) else None
         return Completion(out.text, ids, lps, finish, stop)
@@ -103,12 +124,14 @@ class VLLMLLM(BaseLLM):
             async for out in self.engine.generate(self._inputs(p), self._vparams(params, 1, params.seed), rid):
                 o = out.outputs[0]
                 new = list(o.token_ids)[seen_tokens:]
+                eos = self._ends_on_stop_token(o)
                 for j, tid in enumerate(new):
                     entry = o.logprobs[seen_tokens + j] if o.logprobs else None
                     last = j == len(new) - 1
                     text = o.text[seen_text:] if last else ""
                     finish = (o.finish_reason if o.finish_reason in ("stop", "length") else None) if last else None
-                    yield StreamDelta(text, self._token(tid, entry), finish,
+                    token = None if last and eos else self._token(tid, entry)  # the final EOS is no token of ours
+                    yield StreamDelta(text, token, finish,
                                       o.stop_reason if finish and isinstance(o.stop_reason, str) else None)
                 seen_tokens, seen_text = len(o.token_ids), len(o.text)
             done = True

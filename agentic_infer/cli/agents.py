@@ -1,4 +1,8 @@
-"""`agentic run search-o1` and `agentic run tir`: agents on one question or a JSONL file of them."""
+"""`agentic run search-o1` and `agentic run tir`: agents on one question or a JSONL file of them.
+
+How the engine runs is its config (`--config FILE.yaml`, `--set KEY=VALUE`, `--show-config`; see
+`agentic_infer/cli/settings.py`); the flags say what to run it on and where the rollouts go.
+"""
 
 from __future__ import annotations
 
@@ -13,27 +17,17 @@ from rich.panel import Panel
 
 from agentic_infer.cli.app import run_app
 from agentic_infer.cli.inputs import read_examples
+from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
 from agentic_infer.errors import ConfigError
 
 DEFAULT_BACKEND = "llamacpp://default"
 
 
-def default_index_dir() -> Path:
-    from agentic_infer.assets import cache_dir
-
-    return cache_dir() / "indexes" / "wiki-vital-bm25"
-
-
 def ensure_default_index(console: Console | None = None) -> Path:
-    """The BM25 index over the embedded wiki-vital corpus, built once into the cache."""
-    from agentic_infer.tools.retrieval.index import build_index
+    """The default BM25 index (built once), telling the console when it builds."""
+    from agentic_infer.tools.retrieval.default_index import ensure_default_index as ensure
 
-    path = default_index_dir()
-    if not (path / "meta.json").exists():
-        if console is not None:
-            console.print(f"[dim]building the default BM25 index over wiki-vital into {path} (once)...[/dim]")
-        build_index("wiki-vital", out=path, kind="bm25", overwrite=True)
-    return path
+    return ensure((lambda m: console.print(f"[dim]{m}[/dim]")) if console is not None else None)
 
 
 def print_trajectory(console: Console, traj) -> None:
@@ -61,16 +55,23 @@ def print_trajectory(console: Console, traj) -> None:
                   f"tool_errors={u.tool_errors} wall={u.wall_s:.1f}s[/dim]")
 
 
-def _emit(trajs, *, as_json: bool, out: Path | None, console: Console) -> None:
+def _run_and_emit(engine, examples, *, scheduler: str, concurrency: int, as_json: bool, out: Path | None,
+                  console: Console) -> None:
+    from agentic_infer.runner import run_many
+
+    rollouts = [r for r in asyncio.run(run_many(engine, examples, concurrency=concurrency, scheduler=scheduler,
+                                                 out=out, progress=len(examples) > 1)) if r is not None]
     if as_json:
-        for t in trajs:
-            typer.echo(t.to_json())
+        for r in rollouts:
+            typer.echo(r.to_json())
     elif out is None:
-        for t in trajs:
-            print_trajectory(console, t)
+        for r in rollouts:
+            print_trajectory(console, r.trajectory)
     else:
-        answered = sum(t.answer is not None for t in trajs)
-        console.print(f"{len(trajs)} trajectories in {out} ({answered} with an answer)")
+        answered = sum(r.answer is not None for r in rollouts)
+        failed = len(examples) - len(rollouts)
+        console.print(f"{len(rollouts)} rollouts in {out} ({answered} with an answer"
+                      + (f"; {failed} failed, see {out}.errors.jsonl, rerun to retry)" if failed else ")"))
 
 
 Question = Annotated[Optional[str], typer.Option("--question", "-q", help="One question.")]  # noqa: UP007
@@ -78,8 +79,8 @@ InputFile = Annotated[Optional[Path], typer.Option("--input", "-i", help="JSONL 
 Backend = Annotated[str, typer.Option(help="Backend URI (see `agentic backends`).")]
 Scheduler = Annotated[str, typer.Option(help="async | lockstep | sequential.")]
 Concurrency = Annotated[int, typer.Option(help="Episodes in flight (async) or per batch (lockstep).")]
-Out = Annotated[Optional[Path], typer.Option(help="Append trajectories to this JSONL (resumable).")]  # noqa: UP007
-AsJson = Annotated[bool, typer.Option("--json", help="Print trajectories as JSON lines.")]
+Out = Annotated[Optional[Path], typer.Option(help="Append rollouts to this JSONL (resumable).")]  # noqa: UP007
+AsJson = Annotated[bool, typer.Option("--json", help="Print rollouts as JSON lines.")]
 
 
 @run_app.command("search-o1")
@@ -89,21 +90,19 @@ def search_o1(
     backend: Backend = DEFAULT_BACKEND,
     index: Annotated[Optional[Path], typer.Option(help="Index directory (default: wiki-vital BM25).")] = None,  # noqa: UP007
     retriever_url: Annotated[Optional[str], typer.Option(help="A Search-R1-style /retrieve server.")] = None,  # noqa: UP007
-    dialect: Annotated[str, typer.Option(help="search_o1 | search_r1 | r1_searcher | asearcher.")] = "search_o1",
-    max_searches: Annotated[int, typer.Option()] = 10,
-    top_k: Annotated[int, typer.Option()] = 10,
-    max_turns: Annotated[int, typer.Option()] = 15,
-    worked_example: Annotated[bool, typer.Option(help="Show the model a worked example (small models).")] = False,
-    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    config: ConfigFile = None,
+    set_: Set = None,
+    show_config: ShowConfig = False,
     scheduler: Scheduler = "async",
     concurrency: Concurrency = 8,
     out: Out = None,
     as_json: AsJson = False,
 ) -> None:
-    """Search-o1 (agentic search with Reason-in-Documents) on questions."""
+    """Search-o1 (agentic search with Reason-in-Documents) on questions; settings: SearchO1Config."""
     from agentic_infer.backends import load_llm
-    from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+    from agentic_infer.engines.search_o1 import SearchO1, SearchO1Config
 
+    settings = engine_settings(SearchO1Config, config, set_, show=show_config)
     console = Console(stderr=as_json)
     examples = read_examples(question, input_file)
     if index is not None and retriever_url is not None:
@@ -116,12 +115,9 @@ def search_o1(
         from agentic_infer.tools.retrieval.index import load_index
 
         retriever = load_index(index if index is not None else ensure_default_index(console))
-    llm = load_llm(backend)
-    engine = SearchO1(llm, retriever, dialect=dialect, max_searches=max_searches, top_k=top_k, max_turns=max_turns,
-                      worked_example=worked_example, sampling=DEFAULT_SAMPLING.replace(seed=seed))
-    trajs = asyncio.run(engine.run_many(examples, concurrency=concurrency, scheduler=scheduler, out=out,
-                                        progress=len(examples) > 1))
-    _emit(trajs, as_json=as_json, out=out, console=console)
+    engine = SearchO1(load_llm(backend), retriever, settings)
+    _run_and_emit(engine, examples, scheduler=scheduler, concurrency=concurrency, as_json=as_json, out=out,
+                  console=console)
 
 
 @run_app.command("tir")
@@ -129,24 +125,24 @@ def tir(
     question: Question = None,
     input_file: InputFile = None,
     backend: Backend = DEFAULT_BACKEND,
-    dialect: Annotated[str, typer.Option(help="tir (ToRL code blocks) | artist (tags).")] = "tir",
-    max_tool_calls: Annotated[int, typer.Option()] = 4,
     timeout_s: Annotated[float, typer.Option(help="Sandbox wall time per run.")] = 10.0,
-    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    config: ConfigFile = None,
+    set_: Set = None,
+    show_config: ShowConfig = False,
     scheduler: Scheduler = "async",
     concurrency: Concurrency = 4,
     out: Out = None,
     as_json: AsJson = False,
 ) -> None:
-    """Tool-integrated reasoning: the model writes Python, the sandbox runs it, the output goes back."""
+    """Tool-integrated reasoning: the model writes Python, the sandbox runs it, the output goes back; settings:
+    TIRConfig."""
     from agentic_infer.backends import load_llm
-    from agentic_infer.engines.tir import DEFAULT_SAMPLING, TIR
+    from agentic_infer.engines.tir import TIR, TIRConfig
     from agentic_infer.tools.sandbox import PythonSandbox
 
+    settings = engine_settings(TIRConfig, config, set_, show=show_config)
     console = Console(stderr=as_json)
     examples = read_examples(question, input_file)
-    engine = TIR(load_llm(backend), PythonSandbox(timeout_s=timeout_s), dialect=dialect,
-                 max_tool_calls=max_tool_calls, sampling=DEFAULT_SAMPLING.replace(seed=seed))
-    trajs = asyncio.run(engine.run_many(examples, concurrency=concurrency, scheduler=scheduler, out=out,
-                                        progress=len(examples) > 1))
-    _emit(trajs, as_json=as_json, out=out, console=console)
+    engine = TIR(load_llm(backend), PythonSandbox(timeout_s=timeout_s), settings)
+    _run_and_emit(engine, examples, scheduler=scheduler, concurrency=concurrency, as_json=as_json, out=out,
+                  console=console)

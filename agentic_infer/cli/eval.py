@@ -68,8 +68,9 @@ def _options(pairs: list[str]) -> dict:
 
 @eval_app.command("run")
 def run_cmd(
-    task: Annotated[str, typer.Option("--task", help="Task name (see `agentic eval tasks`).")],
-    data: Annotated[Path, typer.Option("--data", help="The benchmark file, in the task's published format.")],
+    ctx: typer.Context,
+    task: Annotated[Optional[str], typer.Option("--task", help="Task name (see `agentic eval tasks`).")] = None,  # noqa: UP007
+    data: Annotated[Optional[Path], typer.Option("--data", help="The benchmark file, in the task's published format.")] = None,  # noqa: UP007
     engine: Annotated[str, typer.Option("--engine", help="direct|cot|search-o1|tir|deepconf|lats|rap")] = "direct",
     backend: Annotated[str, typer.Option("--backend", help="Backend URI.")] = "llamacpp://default",
     index: Annotated[Optional[Path], typer.Option("--index", help="A built search index directory.")] = None,
@@ -79,7 +80,7 @@ def run_cmd(
     judge: Annotated[Optional[str], typer.Option("--judge", help="Backend URI of an LLM judge (judge_acc); added to a finished run's rows too.")] = None,
     judge_verdict: Annotated[str, typer.Option("--judge-verdict", help="json (a JSON verdict) | yes-no (P(Yes) from one token, small judges).")] = "json",
     backoff: Annotated[Optional[Path], typer.Option("--backoff", help="DIR of a direct run: Search-o1 answer backoff.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Run directory (results.jsonl, summary.json).")] = Path("runs/eval"),
+    out: Annotated[Path, typer.Option("--out", help="Run directory (rollouts.jsonl, results.jsonl, summary.json).")] = Path("runs/eval"),
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per generation (per turn for agents).")] = 512,
     temperature: Annotated[Optional[float], typer.Option("--temperature", help="Default: direct/cot greedy for 1 sample, 0.7 when sampling; agents keep their own (Search-o1 0.7).")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -87,16 +88,32 @@ def run_cmd(
     top_k: Annotated[int, typer.Option("--top-k", help="Documents per search.")] = 5,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 1,
     opt: Annotated[Optional[list[str]], typer.Option("--opt", help="Engine option KEY=VALUE (repeatable).")] = None,
+    fields: Annotated[Optional[str], typer.Option("--fields", help="Renamed columns FIELD=COLUMN,... (e.g. answer=true_answer).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="YAML file of RunConfig settings (engine_options included); flags given on the command line override it.")] = None,  # noqa: UP007
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
     """Run one engine on one task; resumable (rerun the same command to continue)."""
+    from agentic_infer.config import build_config, read_config_file
     from eval.runner import RunConfig, run_eval
+    from eval.tasks.base import parse_fields
 
-    cfg = RunConfig(task=task, data=str(data), engine=engine, out=str(out), backend=backend,
-                    index=str(index) if index else None, corpus=corpus, limit=limit, samples=samples, judge=judge,
-                    judge_verdict=judge_verdict, backoff=str(backoff) if backoff else None, concurrency=concurrency, max_tokens=max_tokens,
-                    temperature=temperature, seed=seed, max_searches=max_searches, top_k=top_k,
-                    engine_options=_options(opt or []))
+    given = {"engine_options" if k == "opt" else k for k in ctx.params
+             if getattr(ctx.get_parameter_source(k), "name", None) == "COMMANDLINE"}
+    flags = {"task": task, "data": str(data) if data else None, "engine": engine, "out": str(out),
+             "backend": backend, "index": str(index) if index else None, "corpus": corpus, "limit": limit,
+             "samples": samples, "judge": judge, "judge_verdict": judge_verdict,
+             "backoff": str(backoff) if backoff else None, "concurrency": concurrency, "max_tokens": max_tokens,
+             "temperature": temperature, "seed": seed, "max_searches": max_searches, "top_k": top_k,
+             "engine_options": _options(opt or []), "fields": parse_fields(fields)}
+    settings = read_config_file(config) if config is not None else {}
+    for k, v in flags.items():  # the file's settings, then the flags given on the command line
+        if k in ("engine_options", "fields"):
+            settings[k] = {**(settings.get(k) or {}), **v}
+        elif k in given or k not in settings:
+            settings[k] = v
+    if not settings.get("task") or not settings.get("data"):
+        raise ConfigError("give --task NAME and --data FILE (or task: and data: in --config FILE.yaml)")
+    cfg = build_config(RunConfig, overrides=settings, source=f"--config {config}" if config else "eval run")
     summary = asyncio.run(run_eval(cfg, progress=not quiet))
     console = Console()
     table = Table(title=f"{summary['task']} / {summary['engine']}  (n={summary['n']}/{summary['n_expected']})")
@@ -136,14 +153,14 @@ def judge_check_cmd(
 ) -> None:
     """Check a judge on labelled pairs from gold answers before trusting its judge_acc (eval.judge_agreement)."""
     from agentic_infer.backends import load_llm
-    from agentic_infer.engines.judge import MetricJudge
+    from agentic_infer.verify import MetricJudge
     from eval.judge_agreement import judge_agreement, labelled_pairs
     from eval.judging import make_judge
     from eval.tasks import get_task
 
     labelled = labelled_pairs(get_task(task).load(data), n=pairs, seed=seed)
     judges = {f"{judge} ({judge_verdict})": make_judge(task, load_llm(judge), verdict=judge_verdict),
-              "exact_match (rule)": MetricJudge("exact_match"), "cover_em (rule)": MetricJudge("cover_exact_match")}
+              "exact_match (rule)": MetricJudge("em"), "cover_em (rule)": MetricJudge("cover_em")}
     reports = {name: asyncio.run(judge_agreement(j, labelled)) for name, j in judges.items()}
     table = Table(title=f"judge agreement on {len(labelled)} labelled {task} pairs")
     table.add_column("judge", overflow="fold")

@@ -1,15 +1,18 @@
 """`agentic run lats`, `agentic run rap` and `agentic tree view`: tree search from the command line.
 
-    agentic run lats --env game24 --input "1 1 4 6" --iterations 10 --n-children 5 --save-tree t.json
+    agentic run lats --env game24 --input "1 1 4 6" --set iterations=10 --set n_children=5 --save-tree t.json
     agentic run lats --env qa --input "Who wrote Hamlet?" --gold "William Shakespeare" --json
     agentic run lats --env math --input "What is 17*23?" --gold 391
     agentic run lats --env program --input "Write add(a, b)." --test "assert add(1, 2) == 3"
-    agentic run rap --task game24 --input "4 9 10 13" --iterations 10
+    agentic run rap --task game24 --input "4 9 10 13" --set budget.tokens=3000
     agentic run rap --task blocksworld --input "the a block is on top of the b block, ..." --goal "..."
-    agentic run rap --task gsm8k --input "Tom has 3 apples ..." --gold 7 --aggregate deepconf
+    agentic run rap --task gsm8k --input "Tom has 3 apples ..." --gold 7 --set aggregate=deepconf
     agentic tree view t.json --out t.html
 
-Feedback is judge-only unless `--feedback oracle` (the gold reward then drives and stops the
+The flags say what to search; how is `LATSOptions` / `RAPOptions` (`--config FILE.yaml`, `--set
+KEY=VALUE`, `--show-config`): iterations, n_children / n_actions, depth_limit, budget (iterations,
+llm_calls, tokens, wall_s), lam, weights, aggregate, temperature, seed, feedback.
+Feedback is judge-only unless `--set feedback=oracle` (the gold reward then drives and stops the
 search); every result says which was used, what it spent, and whether the answer was correct
 (scored after the search when a gold answer or checker exists). `--env qa` searches the default
 BM25 index over the embedded wiki-vital corpus (built once) unless `--index DIR` is given.
@@ -26,6 +29,7 @@ import typer
 from rich.console import Console
 
 from agentic_infer.cli.app import app, run_app
+from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
 from agentic_infer.errors import ConfigError
 
 DEFAULT_BACKEND = "llamacpp://default"
@@ -36,64 +40,72 @@ app.add_typer(tree_app, name="tree")
 Backend = Annotated[str, typer.Option(help="Backend URI (see `agentic backends`).")]
 SaveTree = Annotated[Optional[Path], typer.Option("--save-tree", help="Write the node table as JSON.")]  # noqa: UP007
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
-Feedback = Annotated[str, typer.Option(help="judge (default) | oracle (gold reward drives the search).")]
 
 
-def _print(console: Console, res, as_json: bool, engine: str, save_tree: Path | None) -> None:
-    d = res.to_dict()
-    d["engine"] = engine
+def _run(engine, example: dict, save_tree: Path | None):
+    """One search through the engine, its node table saved when asked; the Rollout."""
+    async def go():
+        search = engine.search(example)
+        try:
+            rollout = await engine.rollout(search, await search.run(), example)
+        finally:
+            await engine.llm.aclose()
+        if save_tree is not None:
+            search.tree.save(save_tree)
+        return rollout
+
+    return asyncio.run(go())
+
+
+def _print(console: Console, rollout, as_json: bool, save_tree: Path | None) -> None:
+    info = rollout.metadata["tree"]
+    d = {"engine": rollout.engine, "answer": rollout.answer, "correct": _correct(rollout),
+         **{k: v for k, v in info.items() if k != "nodes"}}
     if save_tree is not None:
         d["tree_file"] = str(save_tree)
     if as_json:
         typer.echo(json.dumps(d, default=str))
         return
-    spent = res.budget.get("spent", {})
-    console.print(f"[bold]{engine}[/bold] on {res.tree.task!r}  [dim]({res.feedback} feedback)[/dim]")
-    for i, a in enumerate(res.actions, 1):
+    spent = info["budget"].get("spent", {})
+    console.print(f"[bold]{rollout.engine}[/bold] on {rollout.example['question']!r}  "
+                  f"[dim]({info['feedback']} feedback)[/dim]")
+    for i, a in enumerate(info["actions"], 1):
         console.print(f"  {i}. {a}", markup=False, highlight=False)
-    console.print(f"[bold green]answer:[/bold green] {res.answer!r}  correct={res.correct}  stop={res.stop_reason}")
+    console.print(f"[bold green]answer:[/bold green] {rollout.answer!r}  correct={d['correct']}  "
+                  f"stop={info['stop_reason']}")
     console.print(f"[dim]iterations={spent.get('iterations')} llm_calls={spent.get('llm_calls')} "
-                  f"tokens={spent.get('tokens')} wall={spent.get('wall_s', 0):.1f}s nodes={len(res.tree.nodes)}"
+                  f"tokens={spent.get('tokens')} wall={spent.get('wall_s', 0):.1f}s nodes={len(info['nodes'])}"
                   + (f" tree={save_tree}" if save_tree else "") + "[/dim]")
 
 
-def _budget(iterations: int, max_calls: int | None, max_tokens: int | None, max_wall_s: float | None):
-    from agentic_infer.engines.tree.base import Budget
+def _correct(rollout) -> bool | None:
+    c = rollout.rewards.get("correct")
+    return None if c is None else c >= 1.0
 
-    return Budget(iterations=iterations, llm_calls=max_calls, tokens=max_tokens, wall_s=max_wall_s)
 
-
-MaxCalls = Annotated[Optional[int], typer.Option(help="Stop after this many LLM calls.")]  # noqa: UP007
-MaxTokens = Annotated[Optional[int], typer.Option(help="Stop after this many tokens (prompt + completion).")]  # noqa: UP007
-MaxWall = Annotated[Optional[float], typer.Option(help="Stop after this many seconds.")]  # noqa: UP007
-Gold = Annotated[Optional[str], typer.Option(help="Gold answer (scoring; oracle feedback only with --feedback oracle).")]  # noqa: UP007
+Gold = Annotated[Optional[str], typer.Option(help="Gold answer (scoring; oracle feedback only with --set feedback=oracle).")]  # noqa: UP007
 
 
 @run_app.command("lats")
 def lats(
     env: Annotated[str, typer.Option(help=f"Environment: {' | '.join(LATS_ENVS)}.")],
     input_text: Annotated[str, typer.Option("--input", "-i", help="The task: puzzle, question or program spec.")],
-    iterations: Annotated[int, typer.Option(help="MCTS iterations.")] = 10,
-    n_children: Annotated[int, typer.Option(help="Actions sampled per expansion (one generate call).")] = 5,
-    depth_limit: Annotated[int, typer.Option()] = 7,
-    lam: Annotated[float, typer.Option(help="V = lam*LM score + (1-lam)*self-consistency.")] = 0.5,
-    temperature: Annotated[float, typer.Option()] = 0.7,
     backend: Backend = DEFAULT_BACKEND,
     gold: Gold = None,
-    feedback: Feedback = "judge",
     index: Annotated[Optional[Path], typer.Option(help="--env qa: index directory (default: wiki-vital BM25).")] = None,  # noqa: UP007
     test: Annotated[Optional[list[str]], typer.Option(help="--env program: a visible test (repeatable).")] = None,  # noqa: UP007
     hidden_test: Annotated[Optional[list[str]], typer.Option(help="--env program: a hidden test, scoring only.")] = None,  # noqa: UP007
-    max_calls: MaxCalls = None,
-    max_tokens: MaxTokens = None,
-    max_wall_s: MaxWall = None,
-    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    config: ConfigFile = None,
+    set_: Set = None,
+    show_config: ShowConfig = False,
     save_tree: SaveTree = None,
     as_json: AsJson = False,
 ) -> None:
-    """LATS (MCTS with LM values, self-consistency and reflections) on one task."""
+    """LATS (MCTS with LM values, self-consistency and reflections) on one task; settings: LATSOptions."""
     from agentic_infer.backends import load_llm
-    from agentic_infer.engines.tree.lats import LATSOptions, run_lats
+    from agentic_infer.engines.tree.lats import LATS, LATSOptions
+
+    options = engine_settings(LATSOptions, config, set_, show=show_config)
 
     console = Console(stderr=as_json)
     if env not in LATS_ENVS:
@@ -119,11 +131,8 @@ def lats(
         if not test:
             raise ConfigError("--env program needs at least one --test 'assert f(1) == 2' (visible test)")
         environment = ProgramEnv(input_text, visible_tests=list(test), hidden_tests=list(hidden_test or []))
-    res = asyncio.run(run_lats(load_llm(backend), environment, n_children=n_children, depth_limit=depth_limit,
-                               feedback=feedback, budget=_budget(iterations, max_calls, max_tokens, max_wall_s),
-                               options=LATSOptions(lam=lam, temperature=temperature, seed=seed), task=input_text,
-                               save_tree=save_tree))
-    _print(console, res, as_json, "lats", save_tree)
+    engine = LATS(load_llm(backend), lambda _example: environment, options)
+    _print(console, _run(engine, {"question": input_text}, save_tree), as_json, save_tree)
 
 
 @run_app.command("rap")
@@ -132,34 +141,22 @@ def rap(
     input_text: Annotated[str, typer.Option("--input", "-i", help="Puzzle, question, or initial blocks state.")],
     goal: Annotated[Optional[str], typer.Option(help="--task blocksworld: the goal facts.")] = None,  # noqa: UP007
     gold: Gold = None,
-    iterations: Annotated[int, typer.Option()] = 10,
-    n_actions: Annotated[int, typer.Option(help="Actions sampled per expansion (one generate call).")] = 4,
-    depth_limit: Annotated[int, typer.Option()] = 5,
-    world_samples: Annotated[int, typer.Option(help="World-model samples per step (answer confidence).")] = 3,
-    aggregate: Annotated[str, typer.Option(help="RAP-Aggregation weighting: value | count | deepconf | none.")] = "value",
-    w_likelihood: Annotated[float, typer.Option()] = 1.0,
-    w_self_eval: Annotated[float, typer.Option()] = 1.0,
-    w_confidence: Annotated[float, typer.Option()] = 1.0,
-    w_heuristic: Annotated[float, typer.Option()] = 1.0,
     backend: Backend = DEFAULT_BACKEND,
-    feedback: Feedback = "judge",
-    max_calls: MaxCalls = None,
-    max_tokens: MaxTokens = None,
-    max_wall_s: MaxWall = None,
-    seed: Annotated[Optional[int], typer.Option()] = None,  # noqa: UP007
+    config: ConfigFile = None,
+    set_: Set = None,
+    show_config: ShowConfig = False,
     save_tree: SaveTree = None,
     as_json: AsJson = False,
 ) -> None:
-    """RAP (LLM world model + MCTS + RAP-Aggregation) on one task."""
+    """RAP (LLM world model + MCTS + RAP-Aggregation) on one task; settings: RAPOptions."""
     from agentic_infer.backends import load_llm
-    from agentic_infer.engines.tree.rap import RAPOptions, RAPWeights, run_rap
+    from agentic_infer.engines.tree.rap import RAP, RAPOptions
     from agentic_infer.engines.tree.rap_tasks import RAP_TASKS, BlocksworldTask, Game24RAPTask, GSM8KTask
 
     console = Console(stderr=as_json)
     if task not in RAP_TASKS:
         raise ConfigError(f"--task {task!r}: choose one of {', '.join(RAP_TASKS)}")
-    if aggregate not in ("value", "count", "deepconf", "none"):
-        raise ConfigError(f"--aggregate {aggregate!r}: choose value, count, deepconf or none")
+    options = engine_settings(RAPOptions, config, set_, show=show_config)
     if task == "game24":
         t = Game24RAPTask(input_text)
     elif task == "gsm8k":
@@ -168,12 +165,8 @@ def rap(
         if not goal:
             raise ConfigError("--task blocksworld needs --goal, e.g. --goal 'the b block is on top of the a block'")
         t = BlocksworldTask(input_text, goal)
-    opts = RAPOptions(weights=RAPWeights(w_likelihood, w_self_eval, w_confidence, w_heuristic),
-                      world_samples=world_samples, seed=seed)
-    res = asyncio.run(run_rap(load_llm(backend), t, n_actions=n_actions, depth_limit=depth_limit, feedback=feedback,
-                              budget=_budget(iterations, max_calls, max_tokens, max_wall_s), options=opts,
-                              aggregate=None if aggregate == "none" else aggregate, save_tree=save_tree))
-    _print(console, res, as_json, "rap", save_tree)
+    engine = RAP(load_llm(backend), lambda _example: t, options)
+    _print(console, _run(engine, {"question": input_text}, save_tree), as_json, save_tree)
 
 
 @tree_app.command("view")

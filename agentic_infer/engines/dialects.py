@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentic_infer.errors import ConfigError
-from eval.metrics import extract_boxed
+from agentic_infer.verify.extract import extract_answer as extract_in_format
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Dialect:
     actions: tuple[ActionTag, ...]
     result_begin: str
     result_end: str
-    answer: str  # "boxed" or "answer_tag"
+    answer: str  # a format of `verify.ANSWER_FORMATS`: "boxed" or "answer_tag"
     doc_format: str = "plain"  # "plain" (numbered documents with titles) | "search_r1" (`Doc i(Title: t) text`)
     # How an observation is spliced into the running text (Search-o1: blank lines around the tags).
     result_template: str = "\n\n{begin}{content}{end}\n\n"
@@ -174,12 +174,5 @@ def parse_action(dialect: Dialect, text: str, stop_reason: str | None) -> Parsed
 
 
 def extract_answer(dialect: Dialect, text: str) -> str | None:
-    """The answer the dialect's format marks in `text` (the last one), or None."""
-    if dialect.answer == "boxed":
-        boxed = extract_boxed(text)
-        if boxed is None:
-            return None
-        inner = re.fullmatch(r"\\text\s*\{(.*)\}", boxed, flags=re.DOTALL)  # Search-o1 unwraps \text{...}
-        return (inner.group(1) if inner else boxed).strip()
-    found = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
-    return found[-1].strip() if found else None
+    """The answer the dialect's format marks in `text` (the last one), or None (`verify.extract`)."""
+    return extract_in_format(dialect.answer, text)

@@ -1,4 +1,4 @@
-"""Judges and verifiers: one `score(question, prediction, reference) -> Verdict` for eval, synth and RL.
+"""LLM judges behind the `verify.Judge` interface: `score(question, prediction, reference) -> Verdict`.
 
     judge = EquivalenceJudge(llm, cache="~/.cache/agentic-infer/judge.sqlite", samples=3)
     v = await judge.score("Who wrote Hamlet?", "Shakespeare", "William Shakespeare")
@@ -13,8 +13,8 @@
 - `SimpleQAGrader`: CORRECT / INCORRECT / NOT_ATTEMPTED with the anchored `parse_simpleqa_grade`.
 - `RubricJudge`: a 1-10 rating with reasons (tree search values, synth filters); `score` is the
   mean rating, `label` its rounded value.
-- `MetricJudge`: the rule-based verifiers of `eval.metrics` (exact match, F1, cover-EM, math_equal)
-  behind the same interface.
+`Verdict`, the `Judge` protocol, `score_many` and the rule-based `MetricJudge` live in
+`agentic_infer.verify.judge` (below the engines); the LLM judges here implement that protocol.
 
 The LLM judges share `LLMJudge`: self-consistency over `samples` outputs (majority label, `score` =
 share of CORRECT votes, or the mean rating), a persistent SQLite cache keyed by judge model +
@@ -33,10 +33,9 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from agentic_infer.backends.base import LLM
 from agentic_infer.engines.judge_cache import JudgeCache
@@ -49,57 +48,11 @@ from agentic_infer.engines.judge_parse import (
 )
 from agentic_infer.errors import AgenticError, BackendError, ConfigError
 from agentic_infer.types import Message, SamplingParams
+from agentic_infer.verify.judge import JudgeItem, Verdict, score_many
 
 log = logging.getLogger(__name__)
 
 INVALID = "INVALID"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judgement: `label` (e.g. CORRECT), `score` (1/0, a share of votes, or a 1-10 rating), `reason`."""
-
-    label: str
-    score: float
-    reason: str = ""
-    samples: tuple[str, ...] = ()
-    cached: bool = False
-
-    @property
-    def correct(self) -> bool:
-        return self.label == "CORRECT"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "score": self.score, "reason": self.reason, "samples": list(self.samples),
-                "cached": self.cached}
-
-
-@runtime_checkable
-class Judge(Protocol):
-    async def score(self, question: str, prediction: str | None, reference: str | None = None) -> Verdict: ...
-
-
-JudgeItem = tuple[str, str | None, str | None] | Mapping[str, Any]
-
-
-def _unpack(item: JudgeItem) -> tuple[str, str | None, str | None]:
-    if isinstance(item, Mapping):
-        return item["question"], item.get("prediction"), item.get("reference", item.get("answer"))
-    q, p, *rest = item
-    return q, p, (rest[0] if rest else None)
-
-
-async def score_many(judge: Judge, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
-    """Score many (question, prediction, reference) items, `concurrency` at a time, in input order."""
-    if concurrency < 1:
-        raise ConfigError(f"score_many: concurrency={concurrency!r} must be >= 1")
-    sem = asyncio.Semaphore(concurrency)
-
-    async def one(item: JudgeItem) -> Verdict:
-        async with sem:
-            return await judge.score(*_unpack(item))
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
 
 
 def _model_id(llm: LLM) -> str:
@@ -347,52 +300,15 @@ class RubricJudge(LLMJudge):
         return Verdict(str(int(round(mean))), mean, reason[-1000:], tuple(outputs))
 
 
-class MetricJudge:
-    """A rule-based verifier from `eval.metrics` behind the Judge interface (no LLM).
-
-    metric: "exact_match" | "f1" | "cover_exact_match" | "math_equal"; the label is CORRECT when the
-    score reaches `threshold` (default 1.0; e.g. 0.5 for F1).
-    """
-
-    METRICS = ("exact_match", "f1", "cover_exact_match", "math_equal")
-
-    def __init__(self, metric: str = "exact_match", *, threshold: float = 1.0, math_timeout_s: float = 5.0):
-        if metric not in self.METRICS:
-            raise ConfigError(f"MetricJudge: metric={metric!r}; choose one of {self.METRICS}")
-        self.metric = metric
-        self.threshold = threshold
-        self.math_timeout_s = math_timeout_s
-
-    async def score(self, question: str, prediction: str | None, reference: str | Sequence[str] | None = None) -> Verdict:
-        from eval import metrics as m
-
-        if reference is None:
-            raise ConfigError("MetricJudge.score needs a reference answer")
-        if self.metric == "math_equal":
-            ok = await asyncio.to_thread(m.math_equal, prediction, reference, timeout_s=self.math_timeout_s)
-            s = float(ok)
-        else:
-            fn = {"exact_match": m.exact_match, "f1": m.f1_score, "cover_exact_match": m.cover_exact_match}[self.metric]
-            s = fn(prediction, reference)
-        return Verdict("CORRECT" if s >= self.threshold else "INCORRECT", s, self.metric)
-
-    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
-        return await score_many(self, items, concurrency=concurrency)
-
-
 __all__ = [
     "INVALID",
     "EquivalenceJudge",
-    "Judge",
     "JudgeCache",
     "LLMJudge",
-    "MetricJudge",
     "RubricJudge",
     "SimpleQAGrader",
-    "Verdict",
     "YesNoEquivalenceJudge",
     "parse_equivalence",
     "parse_rubric_score",
     "parse_simpleqa_grade",
-    "score_many",
 ]

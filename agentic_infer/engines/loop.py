@@ -2,7 +2,7 @@
 
 A turn: generate (stop strings = the dialect's closing tags) → parse the action the turn ended on →
 run its handler (batched across episodes) → splice the observation into the *same* assistant turn
-→ continue by raw-prompt continuation. Limits end an episode with a clear `finish_reason`, never
+→ continue from the sequence so far. Limits end an episode with a clear `finish_reason`, never
 an exception: `answer` (the model stopped without acting), `length` (a turn hit its token cap without
 acting), `max_turns`, `max_tokens` (total budget), `context_length`, `error` (backend failure after
 its retries; the message is in `metadata["error"]`).
@@ -12,8 +12,22 @@ limit message is inserted; a repeated action (same tool and argument) gets the r
 (when `dedupe`); otherwise the handler runs. Handlers receive all calls of one tool in a turn at
 once, so retrieval and Reason-in-Documents are batched in lock-step runs.
 
-`step(episodes)` advances each episode one turn; schedulers (`engines/driver.py`) decide which
-episodes share a step.
+Token-in, token-out: an episode keeps its conditioning sequence as token ids (`Episode.ids`): the
+prompt as `encode_prompt` reads it, then for each turn exactly the ids the backend generated, and
+each observation or forced piece as `encode_continuation` reads it (no special tokens added
+mid-sequence). Every turn generates from those ids, so the trajectory's ids (`traj.token_ids()`)
+are the ids the model conditioned on and sampled, and `traj.token_exact` is True. A model segment's
+text is the decoded text of its ids: when a stop string ends inside a token, the backend's text is
+cut at the stop string but the whole token was sampled and is in the context of the next turn, so
+the few characters after the stop string are part of the segment (and of `ep.output`). When the
+backend returns no ids (an OpenAI-compatible server that gives none) or has no tokenizer, the
+episode falls back to text prompts from that turn on, its segments get ids encoded from text, and
+the trajectory says `token_exact=False`.
+
+Each `Step` records `segment`: the index of the model segment whose text ended in the action.
+
+`step(episodes)` advances each episode one turn; the runner's schedulers (`agentic_infer/runner.py`)
+decide which episodes share a step.
 """
 
 from __future__ import annotations
@@ -27,10 +41,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentic_infer.backends.base import LLM, count_prompt_tokens
+from agentic_infer.backends.base import LLM, count_prompt_tokens, encode_continuation, encode_prompt
 from agentic_infer.engines.dialects import Dialect, ParsedAction, extract_answer, parse_action
-from agentic_infer.errors import BackendError, ConfigError, ContextLengthError
-from agentic_infer.types import Message, SamplingParams, Step, Trajectory, Usage
+from agentic_infer.errors import AgenticError, BackendError, ConfigError, ContextLengthError
+from agentic_infer.types import (
+    Completion,
+    Message,
+    SamplingParams,
+    SegmentKind,
+    Step,
+    Trajectory,
+    TrajectoryFinish,
+    Usage,
+)
 
 
 @dataclass(frozen=True)
@@ -51,12 +74,19 @@ class LoopLimits:
 
 @dataclass
 class Episode:
-    """The running state of one rollout."""
+    """The running state of one rollout.
+
+    `ids` is the whole conditioning sequence as token ids (prompt, forced text, every turn's generated
+    ids, every observation), the prompt of the next turn; None once the episode runs on text prompts
+    (no tokenizer, or a backend that returned no ids). `output` is the assistant turn so far as text
+    (model segments as the decoded text of their ids).
+    """
 
     example: dict[str, Any]
     prompt: str  # the rendered chat prompt up to the start of the assistant turn
     trajectory: Trajectory
     output: str = ""  # the assistant turn so far: model text and observations
+    ids: list[int] | None = None  # the whole conditioning sequence as token ids (None: text prompts)
     actions: int = 0  # executed actions (the limit counts these)
     executed: list[tuple[str, str]] = field(default_factory=list)
     turns: int = 0
@@ -64,6 +94,9 @@ class Episode:
     span_start: int = 0  # where in `output` the text since the last observation starts
     done: bool = False
     started: float = field(default_factory=time.perf_counter)
+    # The forced text ends in a complete action (Search-o1's first_query): the next step runs it
+    # without generating (no LLM call, no turn counted).
+    forced_action: bool = False
 
     @property
     def text(self) -> str:
@@ -80,8 +113,9 @@ class Episode:
         The wall clock is stored as `elapsed_s` so that a restored episode keeps counting from there.
         """
         return {"example": self.example, "prompt": self.prompt, "trajectory": self.trajectory.to_dict(),
-                "output": self.output, "actions": self.actions, "executed": [list(k) for k in self.executed],
-                "turns": self.turns, "generated": self.generated, "span_start": self.span_start, "done": self.done,
+                "output": self.output, "ids": self.ids, "actions": self.actions,
+                "executed": [list(k) for k in self.executed], "turns": self.turns, "generated": self.generated, "span_start": self.span_start, "done": self.done,
+                "forced_action": self.forced_action,
                 "elapsed_s": time.perf_counter() - self.started}
 
     @classmethod
@@ -90,9 +124,9 @@ class Episode:
         state = copy.deepcopy(state)
         return cls(example=state["example"], prompt=state["prompt"],
                    trajectory=Trajectory.from_dict(state["trajectory"]), output=state["output"],
-                   actions=state["actions"], executed=[(str(t), str(a)) for t, a in state["executed"]],
+                   ids=state.get("ids"), actions=state["actions"], executed=[(str(t), str(a)) for t, a in state["executed"]],
                    turns=state["turns"], generated=state["generated"], span_start=state.get("span_start", 0),
-                   done=state["done"],
+                   done=state["done"], forced_action=state.get("forced_action", False),
                    started=time.perf_counter() - float(state.get("elapsed_s", 0.0)))
 
 
@@ -112,6 +146,7 @@ class Call:
     action: ParsedAction
     arguments: dict[str, Any]
     state: str = ""  # the episode's state key before this action
+    segment: int | None = None  # index of the model segment that wrote the action
 
 
 class Handler(Protocol):
@@ -143,28 +178,30 @@ class AgentLoop:
         """A new episode; `assistant_prefix` is forced text that opens the assistant turn (not trainable)."""
         prompt = self.llm.render(messages, add_generation_prompt=True)
         traj = Trajectory(engine=self.engine, config=dict(self.config), example=dict(example))
-        traj.add("prompt", prompt, token_ids=self._encode(prompt), messages=[m.to_dict() for m in messages])
-        ep = Episode(example=dict(example), prompt=prompt, trajectory=traj)
+        ids = encode_prompt(self.llm, prompt)
+        traj.add("prompt", prompt, token_ids=ids, messages=[m.to_dict() for m in messages])
+        traj.token_exact = ids is not None
+        ep = Episode(example=dict(example), prompt=prompt, trajectory=traj, ids=None if ids is None else list(ids))
         if assistant_prefix:
-            ep.output = assistant_prefix
-            traj.add("prompt", assistant_prefix, token_ids=self._encode(assistant_prefix), forced=True)
+            self._splice(ep, "prompt", assistant_prefix, forced=True)
         return ep
 
-    def _encode(self, text: str) -> list[int] | None:
-        try:
-            return list(self.llm.tokenizer.encode(text))
-        except (ConfigError, AttributeError, NotImplementedError):
-            return None
+    def _splice(self, ep: Episode, kind: SegmentKind, text: str, **metadata: Any) -> None:
+        """Append text the model did not write (an observation, forced text) to the episode, mid-sequence."""
+        ids = encode_continuation(self.llm, text)
+        ep.output += text
+        if ep.ids is not None and ids is not None:
+            ep.ids.extend(ids)
+        ep.trajectory.add(kind, text, token_ids=ids, **metadata)
 
     def _observe(self, ep: Episode, text: str, **metadata: Any) -> None:
-        ep.output += text
+        self._splice(ep, "observation", text, **metadata)
         ep.span_start = len(ep.output)
-        ep.trajectory.add("observation", text, token_ids=self._encode(text), **metadata)
 
-    def _finish(self, ep: Episode, reason: str, **metadata: Any) -> None:
+    def _finish(self, ep: Episode, reason: TrajectoryFinish, **metadata: Any) -> None:
         ep.done = True
         traj = ep.trajectory
-        traj.finish_reason = reason
+        traj.finish(reason)
         traj.metadata.update(metadata)
         traj.answer = extract_answer(self.dialect, ep.output)
         traj.metadata["unfinished"] = reason in ("max_turns", "max_tokens", "context_length", "error")
@@ -172,7 +209,10 @@ class AgentLoop:
         traj.usage.wall_s = time.perf_counter() - ep.started
 
     # -- one turn -----------------------------------------------------------------------------------
-    async def _generate(self, ep: Episode) -> Any:
+    async def _generate(self, ep: Episode) -> Completion | None:
+        if ep.forced_action:  # the action is already in the forced text: act on it without generating
+            ep.forced_action = False
+            return Completion(text="", finish_reason="stop")
         remaining = self.limits.max_total_tokens - ep.generated
         if remaining <= 0:
             self._finish(ep, "max_tokens")
@@ -180,8 +220,9 @@ class AgentLoop:
         params = self.sampling.replace(max_tokens=min(self.limits.max_tokens_per_turn, remaining))
         if self.sampling.seed is not None:  # a different but reproducible seed per turn
             params = params.replace(seed=self.sampling.seed + ep.turns)
+        prompt: str | list[int] = list(ep.ids) if ep.ids is not None else ep.text
         try:
-            [comp] = await self.llm.generate(ep.text, params)
+            [comp] = await self.llm.generate(prompt, params)
         except ContextLengthError as e:
             self._finish(ep, "context_length", error=str(e))
             return None
@@ -189,15 +230,30 @@ class AgentLoop:
             self._finish(ep, "error", error=str(e))
             return None
         ep.turns += 1
-        usage = ep.trajectory.usage
-        usage.llm_calls += 1
-        usage.completion_tokens += comp.num_tokens
-        usage.prompt_tokens += count_prompt_tokens(self.llm, ep.text, comp.prompt_tokens)
-        ep.generated += comp.num_tokens
-        ep.output += comp.text
-        ep.trajectory.add("model", comp.text, token_ids=comp.token_ids, logprobs=comp.logprobs, turn=ep.turns,
-                          finish_reason=comp.finish_reason, stop_reason=comp.stop_reason)
+        traj = ep.trajectory
+        text, ids = comp.text, comp.token_ids
+        if ep.ids is not None and ids is not None:
+            text = self._decode(ids, comp.text)  # the whole last token, when a stop string ended inside it
+            ep.ids.extend(ids)
+        else:  # no ids from the backend: continue from text; the segment's ids are encoded, not sampled
+            ids = ids if ids is not None else encode_continuation(self.llm, text)
+            ep.ids = None
+            traj.token_exact = False
+        generated = comp.num_tokens or len(ids or ())  # a backend that reports no tokens: count the encoded ones
+        traj.usage.llm_calls += 1
+        traj.usage.completion_tokens += generated
+        traj.usage.prompt_tokens += count_prompt_tokens(self.llm, prompt, comp.prompt_tokens)
+        ep.generated += generated
+        ep.output += text
+        traj.add("model", text, token_ids=ids, logprobs=comp.logprobs, turn=ep.turns,
+                 finish_reason=comp.finish_reason, stop_reason=comp.stop_reason)
         return comp
+
+    def _decode(self, ids: list[int], fallback: str) -> str:
+        try:
+            return self.llm.tokenizer.decode(ids)
+        except (AgenticError, AttributeError, NotImplementedError):
+            return fallback
 
     def _arguments(self, action: ParsedAction) -> tuple[str, dict[str, Any]] | str:
         """(tool, arguments) for an action, or an error message for a malformed tool call."""
@@ -227,6 +283,7 @@ class AgentLoop:
         for ep, comp in zip(live, comps):
             if comp is None:
                 continue
+            segment = len(ep.trajectory.segments) - 1  # the model segment this turn wrote
             # the model's text since the last observation (a forced assistant prefix included)
             action = parse_action(self.dialect, ep.output[ep.span_start:], comp.stop_reason)
             if action is None:
@@ -240,7 +297,7 @@ class AgentLoop:
             if isinstance(resolved, str):  # a malformed native tool call: the error is the observation
                 ep.trajectory.usage.tool_errors += 1
                 ep.trajectory.steps.append(Step(action.tool, {"raw": action.argument}, None, resolved, state,
-                                                metadata={"status": "malformed", "turn": ep.turns}))
+                                                segment=segment, metadata={"status": "malformed", "turn": ep.turns}))
                 self._observe(ep, self.dialect.message(resolved), status="malformed")
                 continue
             tool, args = resolved
@@ -255,9 +312,9 @@ class AgentLoop:
             else:
                 ep.actions += 1
                 ep.executed.append(key)
-                pending.setdefault(tool, []).append(Call(ep, action, args, state))
+                pending.setdefault(tool, []).append(Call(ep, action, args, state, segment))
                 continue
-            ep.trajectory.steps.append(Step(tool, args, message, None, state,
+            ep.trajectory.steps.append(Step(tool, args, message, None, state, segment=segment,
                                             metadata={"status": status, "turn": ep.turns}))
             self._observe(ep, self.dialect.message(message), status=status)
         for tool, calls in pending.items():
@@ -270,6 +327,7 @@ class AgentLoop:
                 if out.usage is not None:
                     usage.add(out.usage)
                 ep.trajectory.steps.append(Step(tool, call.arguments, out.content, out.error, call.state,
+                                                segment=call.segment,
                                                 metadata={"status": "executed", "turn": ep.turns, **out.metadata}))
                 self._observe(ep, self.dialect.observation(out.content), status="executed", tool=tool)
         for ep in live:

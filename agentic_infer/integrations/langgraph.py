@@ -71,6 +71,7 @@ class EpisodeState(TypedDict, total=False):
     prompt: str
     trajectory: dict[str, Any]  # Trajectory.to_dict()
     output: str  # the assistant turn so far
+    ids: list[int] | None  # the conditioning sequence as token ids (token-in, token-out); None: text prompts
     actions: int  # executed actions
     executed: list[list[str]]  # [tool, arguments-json] of each executed action (repeat detection)
     turns: int

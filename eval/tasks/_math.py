@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
-from eval.tasks.base import MATH_PROMPTS, Task, as_answers, extract_boxed_only, need, read_rows, record_id
+from agentic_infer.verify import extract_boxed
+from eval.tasks.base import MATH_PROMPTS, Task, as_answers, need, read_rows, record_id
 
 MATH_METRICS = ("math_equal", "boxed_found")
 
@@ -41,5 +42,5 @@ def math_loader(task: str, fmt: str, *, question: Sequence[str] = ("problem", "q
 def math_task(name: str, desc: str, fmt: str, files: tuple[str, ...], loader, *,
               metrics: tuple[str, ...] = MATH_METRICS) -> Task:
     return Task(name=name, family="math", description=desc, data_format=fmt, loader=loader, metrics=metrics,
-                primary="math_equal", default_files=files, prompts=dict(MATH_PROMPTS), extract=extract_boxed_only,
+                primary="math_equal", default_files=files, prompts=dict(MATH_PROMPTS), extract=extract_boxed,
                 engines=("direct", "cot", "tir", "deepconf", "lats", "rap"))

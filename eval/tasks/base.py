@@ -12,11 +12,15 @@ Every example is a plain dict with `id` (str), `question` (str: the text the mod
 
 Loader errors name the file, the line (or row), the field that was expected and the format, e.g.
 `data.jsonl:3: missing field 'answer' (HotpotQA: {_id, question, answer, context})`.
+Copies in the wild rename columns: `task.load(path, fields={"answer": "true_answer"})` (the field the
+task expects = the column in the file; CLI `--fields answer=true_answer,problem=question`) renames them
+in every record this load reads.
 Not covered: downloading data (users point the loader at their own copy).
 """
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,9 +31,11 @@ from typing import Any
 from agentic_infer.errors import ConfigError
 from agentic_infer.tools.retrieval.base import Document
 from agentic_infer.tools.retrieval.corpus import parse_literal
-from eval.metrics import extract_boxed
+from agentic_infer.verify import short_answer
 
 FAMILIES = ("qa", "multihop", "math", "tools", "puzzle")
+# The column renaming of the load in progress (expected field -> column in the file); see `Task.load`.
+_FIELDS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("fields", default=None)
 
 # Prompt templates per engine family; `{question}` is filled in. Tasks may override any of them.
 QA_PROMPTS = {
@@ -60,7 +66,7 @@ class Task:
     primary: str
     default_files: tuple[str, ...] = ()  # paths under the shared data folder
     prompts: Mapping[str, str] = field(default_factory=lambda: dict(QA_PROMPTS))
-    extract: Callable[[str | None], str | None] = field(default=lambda text: extract_answer_text(text))
+    extract: Callable[[str | None], str | None] = short_answer  # answer extraction (`agentic_infer.verify`)
     question_corpus: Callable[[Mapping[str, Any]], list[Document]] | None = None
     pooled_corpus: Callable[[Path], Iterable[Document]] | None = None  # given the data file
     engines: tuple[str, ...] = ("direct", "cot", "search-o1", "deepconf", "lats", "rap")
@@ -71,12 +77,20 @@ class Task:
         if self.primary not in self.metrics:
             raise ConfigError(f"Task {self.name!r}: primary metric {self.primary!r} is not in {self.metrics}")
 
-    def load(self, path: str | Path, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """The examples of a file in this task's published format (the first `limit` of them)."""
+    def load(self, path: str | Path, *, limit: int | None = None,
+             fields: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The examples of a file in this task's published format (the first `limit` of them).
+
+        `fields` maps a field this task expects to the column that holds it in this file (renamed copies).
+        """
         p = Path(path).expanduser()
         if not p.exists():
             raise ConfigError(f"task {self.name!r}: data file {str(p)!r} does not exist; expected {self.data_format}")
-        examples = self.loader(p)
+        token = _FIELDS.set(dict(fields or {}))
+        try:
+            examples = self.loader(p)
+        finally:
+            _FIELDS.reset(token)
         if not examples:
             raise ConfigError(f"task {self.name!r}: {p} holds no examples; expected {self.data_format}")
         seen: set[str] = set()
@@ -104,7 +118,36 @@ def fail(path: Path, where: str | int | None, msg: str, fmt: str) -> ConfigError
 
 
 def read_rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
-    """(line or row number, record) of a .jsonl, .json (list, or a dict of lists) or .csv/.tsv file."""
+    """(line or row number, record) of a .jsonl, .json (list, or a dict of lists) or .csv/.tsv file,
+    with the columns of the current `Task.load(fields=...)` renamed to the fields the task expects."""
+    rows = _read_rows(path, fmt)
+    fields = _FIELDS.get() or {}
+    for where, rec in rows if fields else ():
+        if not isinstance(rec, dict):
+            continue
+        for want, column in fields.items():
+            if column not in rec:
+                raise fail(path, where, f"--fields {want}={column}: no column {column!r} here (columns: "
+                           f"{', '.join(sorted(map(str, rec))[:12])})", fmt)
+            rec[want] = rec.pop(column)
+    return rows
+
+
+def parse_fields(spec: str | None) -> dict[str, str]:
+    """`"problem=question,answer=true_answer"` -> {"problem": "question", "answer": "true_answer"}."""
+    out: dict[str, str] = {}
+    for part in (spec or "").split(","):
+        if not part.strip():
+            continue
+        want, sep, column = part.partition("=")
+        if not sep or not want.strip() or not column.strip():
+            raise ConfigError(f"--fields {spec!r}: expected FIELD=COLUMN pairs separated by commas, "
+                              "e.g. answer=true_answer,problem=question")
+        out[want.strip()] = column.strip()
+    return out
+
+
+def _read_rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
     suffix = path.suffix.lower()
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -193,33 +236,3 @@ def simple_qa_loader(task: str, fmt: str, *, question: Sequence[str], answer: Se
         return out
 
     return load
-
-
-# ------------------------------------------------------------------------------- extraction
-
-def extract_answer_text(text: str | None) -> str | None:
-    r"""A short answer from free text: the last `\boxed{}`, else `<answer>`, else an `Answer:` line, else the
-    first non-empty line (small models often answer plainly). `\text{...}` wrappers are removed."""
-    import re
-
-    if text is None:
-        return None
-    boxed = extract_boxed(text)
-    if boxed is not None:
-        m = re.fullmatch(r"\\text\{(.*)\}", boxed.strip(), flags=re.DOTALL)
-        return (m.group(1) if m else boxed).strip()
-    tags = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
-    if tags:
-        return tags[-1].strip()
-    m = re.findall(r"(?:final answer|answer)\s*(?:is|:)\s*(.+)", text, flags=re.IGNORECASE)
-    if m:
-        return m[-1].strip().rstrip(".").strip()
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip().rstrip(".")
-    return None
-
-
-def extract_boxed_only(text: str | None) -> str | None:
-    """Math tasks: only a `\\boxed{}` answer counts."""
-    return extract_boxed(text)

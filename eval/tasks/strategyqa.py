@@ -9,14 +9,13 @@ contents}`, id `title-para_index`) next to the data file; the per-question corpu
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from agentic_infer.tools.retrieval.base import Document
-from eval.metrics import extract_boxed
+from agentic_infer.verify import yes_no_answer
 from eval.tasks.base import QA_PROMPTS, Task, as_answers, need, read_rows, record_id
 
 FORMAT = "StrategyQA records {qid, question, answer: true|false, evidence} (JSON array)"
@@ -37,19 +36,6 @@ def load(path: Path) -> list[dict[str, Any]]:
               "evidence_file": str(path.resolve().parent / EVIDENCE_FILE)}
         out.append(ex)
     return out
-
-
-def extract_yes_no(text: str | None) -> str | None:
-    """`yes`/`no` from a boxed answer, else the last standalone yes/no word."""
-    if text is None:
-        return None
-    boxed = extract_boxed(text)
-    source = boxed if boxed is not None else text
-    words = re.findall(r"\b(yes|no|true|false)\b", source, flags=re.IGNORECASE)
-    if not words:
-        return boxed
-    w = words[-1].lower() if boxed is None else words[0].lower()
-    return {"true": "yes", "false": "no"}.get(w, w)
 
 
 @lru_cache(maxsize=4)
@@ -98,6 +84,6 @@ PROMPTS = dict(QA_PROMPTS, direct="Answer the yes/no question with yes or no ins
 TASKS = [Task(
     name="strategyqa", family="multihop", description="StrategyQA (yes/no, implicit multi-step)",
     data_format=FORMAT, loader=load, metrics=("em", "judge_acc"), primary="em",
-    default_files=("multihop/strategyqa_dev.json",), prompts=PROMPTS, extract=extract_yes_no,
+    default_files=("multihop/strategyqa_dev.json",), prompts=PROMPTS, extract=yes_no_answer,
     question_corpus=question_corpus, pooled_corpus=pooled,
 )]

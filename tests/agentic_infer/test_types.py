@@ -7,8 +7,10 @@ import pytest
 
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import (
+    IGNORE_INDEX,
     Completion,
     Message,
+    Rollout,
     SamplingParams,
     Segment,
     Step,
@@ -74,11 +76,12 @@ def _trajectory() -> Trajectory:
     t.add("model", "I search", token_ids=[7, 9], logprobs=lp)
     t.add("observation", "\n<docs>\n", token_ids=[4, 5, 6], source="retriever")
     t.add("model", " done", token_ids=[10])
-    t.steps.append(Step("search", {"query": "q"}, observation="docs", state="h1", reward=0.5))
+    t.steps.append(Step("search", {"query": "q"}, observation="docs", state="h1", reward=0.5, segment=1))
     t.answer = "42"
     t.rewards = {"em": 1.0}
     t.usage = Usage(prompt_tokens=3, completion_tokens=3, llm_calls=2, tool_calls=1, wall_s=0.5)
-    t.finish_reason = "stop"
+    t.finish("answer")
+    t.token_exact, t.group_id = True, "ex1"
     t.parent_id, t.branch_token = "p0", 4
     return t
 
@@ -101,7 +104,59 @@ def test_loss_mask_needs_token_ids_and_tokenize_fills_them():
         def encode(self, text):
             return list(text.encode())
 
+    t.token_exact = True
     assert t.tokenize(Bytes()).loss_mask() == [0, 0, 1]
+    assert t.token_exact is False  # re-encoded ids are not what the model saw
+
+
+def test_trainer_views():
+    t = _trajectory()
+    assert t.trl_rollout() == {"prompt_ids": [1, 2, 3], "completion_ids": [7, 9, 4, 5, 6, 10],
+                               "logprobs": [-0.25, -0.5, 0.0, 0.0, 0.0, 0.0], "env_mask": [1, 1, 0, 0, 0, 1]}
+    row = t.sft_row()
+    assert row["input_ids"] == [1, 2, 3, 7, 9, 4, 5, 6, 10]
+    assert row["labels"] == [IGNORE_INDEX] * 3 + [7, 9] + [IGNORE_INDEX] * 3 + [10]
+    assert row["attention_mask"] == [1] * 9
+    assert t.sft_row(max_length=4)["labels"] == [IGNORE_INDEX] * 3 + [7]
+    assert t.token_span(t.steps[0].segment) == (3, 5)  # the step's action tokens
+    assert t.chat_messages() == [{"role": "user", "content": "<|im_start|>user\nq?<|im_end|>\n"},
+                                 {"role": "assistant", "content": "I search"},
+                                 {"role": "tool", "content": "\n<docs>\n"},
+                                 {"role": "assistant", "content": " done"}]
+    t.segments[0].metadata["messages"] = [{"role": "system", "content": "s"}, {"role": "user", "content": "q?"}]
+    t.segments.insert(1, Segment("prompt", "Let me ", [11], metadata={"forced": True}))
+    assert t.chat_messages()[:3] == [{"role": "system", "content": "s"}, {"role": "user", "content": "q?"},
+                                     {"role": "assistant", "content": "Let me I search"}]
+    assert t.trl_rollout()["prompt_ids"] == [1, 2, 3, 11]  # forced text is prompt: never trained
+    t.token_exact = False
+    with pytest.raises(ConfigError, match="token_exact=False.*allow_inexact=True"):
+        t.trl_rollout()
+    with pytest.raises(ConfigError, match="token_exact=False"):
+        t.sft_row()
+    assert t.sft_row(allow_inexact=True)["input_ids"][:3] == [1, 2, 3]
+
+
+def test_entropies_from_top_k():
+    seg = _trajectory().segments[1]
+    assert seg.entropies() is None  # the second token has no alternatives
+    seg.logprobs[1] = TokenLogprob(9, " search", -0.5, (TopLogprob("a", -0.6931, 9), TopLogprob("b", -0.6931, 3)))
+    h = seg.entropies()
+    assert abs(h[1] - 0.6931) < 1e-3 and 0 < h[0] < h[1]
+
+
+def test_finish_vocabulary_and_rollout_round_trip():
+    with pytest.raises(ConfigError, match="finish_reason='stop'"):
+        Trajectory(finish_reason="stop")
+    with pytest.raises(ConfigError, match="finish_reason='done'"):
+        Trajectory().finish("done")
+    r = Rollout(example_id="ex1", trajectories=[_trajectory(), Trajectory()], answer="42", rewards={"em": 1.0},
+                engine="x", chosen=0, metadata={"k": [1]})
+    assert [t.group_id for t in r.trajectories] == ["ex1", "ex1"]
+    back = Rollout.from_json(r.to_json())
+    assert back == r and back.trajectory == r.trajectories[0] and back.text == "I search\n<docs>\n done"
+    assert Rollout("v", trajectories=[Trajectory()], chosen=None).trajectory is None
+    with pytest.raises(ConfigError, match="Rollout.chosen=2"):
+        Rollout("e", trajectories=[Trajectory()], chosen=2)
 
 
 def test_json_round_trip_is_lossless():

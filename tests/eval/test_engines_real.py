@@ -1,6 +1,7 @@
 """Every eval engine through the runner on the embedded model (SmolLM2-135M, llama.cpp): one item each,
-tiny budgets. Checks that a real backend's completions flow through each engine into results, trajectories
-and the summary; the answers of a 135M model are not asserted (bench/eval_engines.py measures them)."""
+tiny budgets. Checks that a real backend's completions flow through each engine into rollouts (trajectories
+with model segments and token ids, verdicts in rewards), results and the summary; the answers of a 135M
+model are not asserted (bench/eval_engines.py measures them)."""
 
 import json
 
@@ -30,9 +31,15 @@ async def test_engine_runs_on_the_embedded_model(embedded_llm, tmp_path, engine)
     [row] = read_results(out / "results.jsonl")
     assert s["n"] == 1 and s["model"]["class"] == "LlamaCppLLM"
     assert row["completion_tokens"] > 0 and row["prompt_tokens"] > 0 and row["llm_calls"] >= 1
-    trajs = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
-    assert {t["id"] for t in trajs} == set(row["trajectory_ids"])
+    [rollout] = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    trajs = rollout["trajectories"]
+    assert [t["id"] for t in trajs] == row["trajectory_ids"] and rollout["example_id"] == row["id"]
+    assert all(t["group_id"] == row["id"] for t in trajs)
+    assert any(s["kind"] == "model" and s["token_ids"] for t in trajs for s in t["segments"])  # trainable records
+    assert {k: rollout["rewards"][k] for k in row["metrics"]} == row["metrics"]  # the row reads the verdicts
     if engine == "deepconf":
         assert len(row["predictions"]) == 2 and "deepconf" in row
+        assert all("math_equal" in t["rewards"] for t in trajs)  # each trace's verdict on its own answer
     if engine in ("lats", "rap"):
         assert row["tree"]["feedback"] == "judge" and row["tree"]["nodes"] >= 1
+        assert len(rollout["metadata"]["tree"]["nodes"]) == row["tree"]["nodes"]

@@ -2,9 +2,10 @@
 
 import pytest
 
-from agentic_infer.engines.judge import MetricJudge, YesNoEquivalenceJudge
+from agentic_infer.engines.judge import YesNoEquivalenceJudge
 from agentic_infer.errors import ConfigError
 from agentic_infer.testing import FakeLLM
+from agentic_infer.verify import MetricJudge
 from eval.judge_agreement import judge_agreement, labelled_pairs, roc_auc
 from eval.tasks import get_task
 from tests.conftest import shared_data
@@ -39,8 +40,8 @@ def test_roc_auc():
 
 async def test_rule_judges_on_real_musique_pairs():
     pairs = labelled_pairs(get_task("musique").load(shared_data("multihop/musique_ans_dev_150.jsonl")), n=40)
-    em = await judge_agreement(MetricJudge("exact_match"), pairs)
-    cover = await judge_agreement(MetricJudge("cover_exact_match"), pairs)
+    em = await judge_agreement(MetricJudge("em"), pairs)
+    cover = await judge_agreement(MetricJudge("cover_em"), pairs)
     assert em["tnr"] == 1.0 and em["tpr"] < 0.5  # restated answers and aliases fail exact match
     assert cover["tnr"] == 1.0 and cover["tpr"] > em["tpr"] and cover["auc"] > em["auc"]
     assert em["invalid_share"] == 0.0 and len(em["verdicts"]) == 40

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from agentic_infer.errors import ConfigError
-from eval.metric_variants import METRICS, Scored, answer_tag, backoff, score, search_o1_answer
+from agentic_infer.verify import answer_tag
+from eval.metric_variants import METRICS, Scored, backoff, score, search_o1_answer
 from eval.stats import bootstrap_ci, majority, pass_at_k
 from eval.tasks import get_task
 from eval.tasks.bfcl import ast_match, parse_calls
-from eval.tasks.game24 import check_24, extract_expression
 
-CASES = json.loads((Path(__file__).with_name("metric_cases.json")).read_text())
+CASES = json.loads((Path(__file__).parents[1] / "agentic_infer" / "verify" / "metric_cases.json").read_text())
 
 
 @pytest.mark.parametrize(("name", "case_key"), [("em", "exact_match"), ("f1", "f1_score"), ("cover_em", "cover_exact_match")])
@@ -68,19 +68,12 @@ def test_gsm8k_flexible_extract(text, expected):
     assert s == {"math_equal": 0.0, "math_equal_last_number": expected}
 
 
-@pytest.mark.parametrize(("expr", "nums", "ok"), [
-    ("(1+2+3)*4", "1 2 3 4", True), ("4*(3+2+1)", "1 2 3 4", True), ("8/(3-8/3)", "3 3 8 8", True),
-    ("(1+2+3)*4", "1 2 3 5", False), ("24", "1 2 3 4", False), ("1+2+3+4", "1 2 3 4", False),
-    ("__import__('os')", "1 2 3 4", False), ("4/(1-1)*2*3", "1 1 2 3", False), (None, "1 2 3 4", False),
-])
-def test_game24_checker(expr, nums, ok):
-    assert check_24(expr, nums) is ok
-
-
-def test_game24_extraction_and_metric():
-    assert extract_expression("so \\boxed{(1 + 2 + 3) \\times 4 = 24}") == "(1 + 2 + 3) * 4"
+def test_game24_metric_uses_the_verify_checker():
+    assert get_task("game24").primary == "game24_valid"  # importing the task registers its metric
     ex = {"question": "1 2 3 4"}
     assert METRICS["game24_valid"].fn(Scored("(1+2+3)*4", ["24"], text="", example=ex)) == 1.0
+    assert METRICS["game24_valid"].fn(Scored(None, ["24"], text="so \\boxed{(1+2+3) \\times 4 = 24}", example=ex)) == 1.0
+    assert METRICS["game24_valid"].fn(Scored("(1+2+3)*5", ["24"], text="", example=ex)) == 0.0
 
 
 def test_bfcl_parse_and_ast_match():

@@ -11,7 +11,7 @@ from agentic_infer.errors import ConfigError
 from agentic_infer.testing import FakeLLM
 from eval.report import write_report
 from eval.runner import RunConfig, run_eval
-from tests.eval.test_runner import HOTPOT, search_o1_script
+from tests.eval.test_eval_runner import HOTPOT, search_o1_script
 
 
 async def test_report_renders(tmp_path):

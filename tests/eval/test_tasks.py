@@ -142,3 +142,22 @@ def test_missing_file_and_empty_file(tmp_path):
         get_task("hotpotqa").load(tmp_path / "nope.jsonl")
     with pytest.raises(ConfigError, match="holds no examples"):
         get_task("nq-open").load(_write(tmp_path, "e.jsonl", "\n"))
+
+
+def test_renamed_columns_load_through_a_field_mapping(tmp_path):
+    from eval.tasks.base import parse_fields
+
+    data = tmp_path / "simpleqa_copy.csv"
+    data.write_text("question,true_answer\nWho wrote Hamlet?,William Shakespeare\n")
+    task = get_task("simpleqa")
+    with pytest.raises(ConfigError, match="missing field 'answer'"):
+        task.load(data)
+    [ex] = task.load(data, fields=parse_fields("answer=true_answer"))
+    assert ex["question"] == "Who wrote Hamlet?" and ex["gold"] == ["William Shakespeare"]
+    with pytest.raises(ConfigError, match="no column 'solution'"):
+        task.load(data, fields={"answer": "solution"})
+    with pytest.raises(ConfigError, match="FIELD=COLUMN"):
+        parse_fields("answer")
+    [ex] = task.load(data, fields={"answer": "true_answer"})  # the mapping does not leak into later loads
+    with pytest.raises(ConfigError, match="missing field 'answer'"):
+        task.load(data)

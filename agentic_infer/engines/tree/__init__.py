@@ -3,9 +3,10 @@
 - `base`: Environment / SearchConfig protocols, `Budget`, `Meter` (metered LLM), `BudgetExhausted`.
 - `table`: the serialisable node table (`Tree`, `Node`).
 - `search`: `TreeSearch` (MCTS with UCT, beam, DFS), `SearchSettings`, `SearchResult`, `uct`.
-- `game24`: Game of 24 environment, solver and checker.
-- `lats`: `run_lats`, `LATSConfig`, `LATSOptions`.
-- `rap`: `run_rap`, `rap_search`, `finalise_rap`, `RAPConfig`, `RAPWeights`, `rap_aggregate`; tasks in
+- `game24`: Game of 24 environment and solver (its checker: `agentic_infer.verify.check_24`).
+- `engine`: `TreeEngine` (run(example) -> Rollout recording every LLM call), `call_trajectories`.
+- `lats`: the `LATS` engine, `LATSOptions`, `LATSConfig` (propose / evaluate / reflect).
+- `rap`: the `RAP` engine, `RAPOptions`, `RAPWeights`, `RAPConfig`, `RAPWorldModel`, `rap_aggregate`; tasks in
   `rap_tasks` and `blocksworld`.
 - `lats_envs`: retrieval QA, Python programming and math environments for LATS.
 - `viewer`: `render_html(tree)` self-contained HTML.
@@ -21,18 +22,17 @@ from agentic_infer.engines.tree.base import (
     SearchConfig,
     SearchConfigBase,
 )
-from agentic_infer.engines.tree.game24 import Game24Env, Game24LATSEnv, check_expression, solve, solve_steps
-from agentic_infer.engines.tree.lats import LATSConfig, LATSOptions, lats_search, run_lats
+from agentic_infer.engines.tree.engine import TreeEngine, call_trajectories
+from agentic_infer.engines.tree.game24 import Game24Env, Game24LATSEnv, solve, solve_steps
+from agentic_infer.engines.tree.lats import LATS, LATSConfig, LATSOptions
 from agentic_infer.engines.tree.lats_envs import MathEnv, ProgramEnv, RetrievalQAEnv
 from agentic_infer.engines.tree.rap import (
+    RAP,
     RAPConfig,
     RAPOptions,
     RAPWeights,
     RAPWorldModel,
-    finalise_rap,
     rap_aggregate,
-    rap_search,
-    run_rap,
 )
 from agentic_infer.engines.tree.rap_tasks import BlocksworldTask, Game24RAPTask, GSM8KTask
 from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch, select_child, uct
@@ -40,10 +40,9 @@ from agentic_infer.engines.tree.table import Node, Tree
 from agentic_infer.engines.tree.viewer import render_html
 
 __all__ = [
-    "BlocksworldTask", "Budget", "BudgetExhausted", "Environment", "Evaluation", "GSM8KTask", "Game24Env",
-    "Game24LATSEnv", "Game24RAPTask", "LATSConfig", "LATSOptions", "MathEnv", "Meter", "Node", "ProgramEnv",
-    "Proposal", "RAPConfig", "RAPOptions", "RAPWeights", "RAPWorldModel", "RetrievalQAEnv", "SearchConfig",
-    "SearchConfigBase", "SearchResult", "SearchSettings", "Tree", "TreeSearch", "check_expression", "finalise_rap",
-    "lats_search", "rap_aggregate", "rap_search", "render_html", "run_lats", "run_rap", "select_child", "solve",
-    "solve_steps", "uct",
+    "LATS", "RAP", "BlocksworldTask", "Budget", "BudgetExhausted", "Environment", "Evaluation", "GSM8KTask",
+    "Game24Env", "Game24LATSEnv", "Game24RAPTask", "LATSConfig", "LATSOptions", "MathEnv", "Meter", "Node",
+    "ProgramEnv", "Proposal", "RAPConfig", "RAPOptions", "RAPWeights", "RAPWorldModel", "RetrievalQAEnv",
+    "SearchConfig", "SearchConfigBase", "SearchResult", "SearchSettings", "Tree", "TreeEngine", "TreeSearch",
+    "call_trajectories", "rap_aggregate", "render_html", "select_child", "solve", "solve_steps", "uct",
 ]

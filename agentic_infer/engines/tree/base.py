@@ -14,21 +14,28 @@ Three roles, as in llm-reasoners:
 - The algorithms in `search.py` (MCTS, beam search, DFS) over the node table of `table.py`.
 
 States are JSON-serialisable dicts, so a whole search (tree + states) can be saved and resumed.
-`Meter` wraps an LLM: every generate call goes through it, is counted (calls, prompt and completion
-tokens) and refused with `BudgetExhausted` once a limit of the `Budget` is reached. One generate call
-with `n` samples counts as ONE call; its prompt tokens are counted once.
+`Meter` wraps an LLM: every generate call of a tree search goes through it, is sent as token ids
+(`encode_prompt`), counted (calls, prompt and completion tokens), refused with `BudgetExhausted`
+once a limit of the `Budget` is reached, and RECORDED: one `Trajectory` per sampled completion
+(prompt ids, sampled ids and logprobs, purpose and node) in `meter.calls`, which the engines turn
+into the Rollout. One generate call with `n` samples counts as ONE call; its prompt tokens are
+counted once (on its first sample's trajectory).
 Not covered: token-level budgets inside a call (a call may overshoot the token limit by its own
 `max_tokens`), cost in money.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agentic_infer.backends.base import count_prompt_tokens, encode_continuation, encode_prompt
 from agentic_infer.errors import AgenticError, ConfigError
-from agentic_infer.types import Completion, SamplingParams
+from agentic_infer.types import Completion, SamplingParams, Trajectory, Usage, trajectory_finish
 
 State = dict[str, Any]
 FEEDBACK = ("judge", "oracle")
@@ -79,15 +86,28 @@ class Spent:
         return {**asdict(self), "tokens": self.tokens}
 
 
-class Meter:
-    """An LLM behind a budget: `await meter.generate(prompt, params)` counts and enforces limits."""
+_NODE: ContextVar[Any] = ContextVar("tree_node", default=None)
 
-    def __init__(self, llm: Any, budget: Budget | None = None):
+
+class Meter:
+    """An LLM behind a budget that records every call: `await meter.generate(prompt, params, purpose=, node=)`.
+
+    `calls` holds one `Trajectory` per sampled completion, in call order: a prompt segment with the
+    token ids the model conditioned on (`encode_prompt`; None when the backend has no tokenizer, then
+    the text is sent and the trajectory is not `token_exact`) and a model segment with the sampled ids
+    and logprobs; `metadata` = {purpose, node (the node id the call was about, or None), call_group
+    (the index of the generate call; its n samples share it), sample}. The call's ids are appended to
+    `node.calls`. Inside `with meter.at(node):` calls without `node=` are attributed to that node
+    (the search wraps environment steps in it, so an LLM world model's calls find their node).
+    """
+
+    def __init__(self, llm: Any, budget: Budget | None = None, *, calls: Sequence[Trajectory] = ()):
         self.llm = llm
         self.budget = budget or Budget()
         self.spent = Spent()
         self._t0 = time.monotonic()
         self.calls_by_purpose: dict[str, int] = {}
+        self.calls: list[Trajectory] = list(calls)
 
     def restart_clock(self, already_s: float = 0.0) -> None:
         self._t0 = time.monotonic() - already_s
@@ -106,28 +126,49 @@ class Meter:
         if b.wall_s is not None and s.wall_s >= b.wall_s:
             raise BudgetExhausted("wall_s", b.wall_s, round(s.wall_s, 3))
 
-    async def generate(self, prompt: str, params: SamplingParams, *, purpose: str = "") -> list[Completion]:
+    @contextlib.contextmanager
+    def at(self, node: Any) -> Iterator[None]:
+        """Attribute the calls made inside the block (without an explicit `node=`) to `node`."""
+        token = _NODE.set(node)
+        try:
+            yield
+        finally:
+            _NODE.reset(token)
+
+    async def generate(self, prompt: str, params: SamplingParams, *, purpose: str = "",
+                       node: Any = None) -> tuple[list[Completion], list[str]]:
+        """The completions of one call and the ids of their recorded trajectories (same order)."""
         self.check()
-        comps = await self.llm.generate(prompt, params)
+        node = node if node is not None else _NODE.get()
+        ids = encode_prompt(self.llm, prompt)
+        comps = await self.llm.generate(prompt if ids is None else ids, params)
+        group = self.spent.llm_calls
         self.spent.llm_calls += 1
-        self.calls_by_purpose[purpose or "other"] = self.calls_by_purpose.get(purpose or "other", 0) + 1
-        ptoks = next((c.prompt_tokens for c in comps if c.prompt_tokens), None)
-        if ptoks is None:
-            try:
-                ptoks = len(self.llm.tokenizer.encode(prompt))
-            except (AttributeError, AgenticError, NotImplementedError):
-                ptoks = len(prompt) // 4  # documented estimate when the backend has no tokenizer
+        purpose = purpose or "other"
+        self.calls_by_purpose[purpose] = self.calls_by_purpose.get(purpose, 0) + 1
+        reported = next((c.prompt_tokens for c in comps if c.prompt_tokens), None)
+        ptoks = count_prompt_tokens(self.llm, prompt if ids is None else ids, reported)
+        if not ptoks and ids is None:
+            ptoks = len(prompt) // 4  # documented estimate when the backend has no tokenizer
         self.spent.prompt_tokens += ptoks
-        for c in comps:
+        recorded = []
+        for i, c in enumerate(comps):
             n = c.num_tokens
             if n == 0 and c.text:
-                try:
-                    n = len(self.llm.tokenizer.encode(c.text))
-                except (AttributeError, AgenticError, NotImplementedError):
-                    n = max(1, len(c.text) // 4)
+                n = len(encode_continuation(self.llm, c.text) or ()) or max(1, len(c.text) // 4)
             self.spent.completion_tokens += n
+            t = Trajectory(token_exact=ids is not None and c.token_ids is not None, usage=Usage(
+                prompt_tokens=ptoks if i == 0 else 0, completion_tokens=n, llm_calls=int(i == 0)),
+                metadata={"purpose": purpose, "node": getattr(node, "id", None), "call_group": group, "sample": i})
+            t.add("prompt", prompt, token_ids=ids)
+            t.add("model", c.text, token_ids=c.token_ids, logprobs=c.logprobs)
+            t.finish(trajectory_finish(c.finish_reason))
+            recorded.append(t)
+        self.calls.extend(recorded)
+        if node is not None:
+            node.calls.extend(t.id for t in recorded)
         self.spent.wall_s = self.elapsed()
-        return comps
+        return comps, [t.id for t in recorded]
 
     def report(self) -> dict[str, Any]:
         self.spent.wall_s = self.elapsed()

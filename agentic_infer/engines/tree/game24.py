@@ -1,10 +1,9 @@
-"""Game of 24: a deterministic environment, an exact solver and an expression checker.
+"""Game of 24: a deterministic environment and an exact solver (the checker is `verify.game24.check_24`).
 
     env = Game24Env("1 1 4 6")
     s = env.init_state()                       # {"numbers": ["1","1","4","6"], "exprs": [...], ...}
     s, aux = await env.step(s, "4 * 6 = 24")   # aux["observation"] == "4 * 6 = 24 (left: 1 1 24)"
     solve("1 1 4 6")                            # e.g. "((4 * 6) * 1) * 1"
-    check_expression("(1+1+4)*4", "1 1 4 6")    # False: uses 4 twice
 
 An action combines two of the remaining numbers with + - * /, written "a op b" (an "= c" and a
 "(left: ...)" after it are ignored: the environment computes the result itself, with exact
@@ -15,14 +14,13 @@ Not covered: other targets than 24 beyond the `target` argument, unary operation
 
 from __future__ import annotations
 
-import ast
 import itertools
 import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from agentic_infer.errors import ConfigError
+from agentic_infer.verify.game24 import check_24, parse_numbers
 
 _NUM = r"-?\d+(?:\.\d+)?(?:/\d+)?"
 _ACTION = re.compile(rf"({_NUM})\s*([-+*/×x÷])\s*({_NUM})")
@@ -31,17 +29,6 @@ _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * 
 
 def fmt(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
-
-
-def parse_numbers(puzzle: str | list[Any]) -> list[Fraction]:
-    items = puzzle.replace(",", " ").split() if isinstance(puzzle, str) else list(puzzle)
-    try:
-        nums = [Fraction(str(x)) for x in items]
-    except (ValueError, ZeroDivisionError):
-        raise ConfigError(f"Game of 24 puzzle {puzzle!r}: expected numbers separated by spaces, e.g. '1 1 4 6'") from None
-    if not 1 <= len(nums) <= 6:
-        raise ConfigError(f"Game of 24 puzzle {puzzle!r}: expected 1-6 numbers, got {len(nums)}")
-    return nums
 
 
 @lru_cache(maxsize=65536)
@@ -84,36 +71,6 @@ def solve(puzzle: str | list[Any], target: int = 24) -> str | None:
     for st in steps:
         s = env.apply(s, st)[0]
     return s["exprs"][0]
-
-
-def _eval(node: ast.AST) -> tuple[Fraction, list[Fraction]]:
-    if isinstance(node, ast.Expression):
-        return _eval(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        v = Fraction(str(node.value))
-        return v, [v]
-    if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.Div):
-        (a, la), (b, lb) = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Add):
-            return a + b, la + lb
-        if isinstance(node.op, ast.Sub):
-            return a - b, la + lb
-        if isinstance(node.op, ast.Mult):
-            return a * b, la + lb
-        if b == 0:
-            raise ZeroDivisionError
-        return a / b, la + lb
-    raise ValueError(f"unsupported expression element {type(node).__name__}")
-
-
-def check_expression(expr: str, puzzle: str | list[Any], target: int = 24) -> bool:
-    """True iff `expr` uses exactly the puzzle's numbers (each once) with + - * / and equals target."""
-    text = (expr or "").replace("×", "*").replace("÷", "/").split("=")[0].strip()
-    try:
-        value, used = _eval(ast.parse(text, mode="eval"))
-    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
-        return False
-    return value == target and sorted(used) == sorted(parse_numbers(puzzle))
 
 
 class Game24Env:
@@ -175,7 +132,7 @@ class Game24Env:
 
     async def gold_reward(self, state: dict[str, Any]) -> float | None:
         ans = self.answer(state)
-        return 1.0 if ans is not None and check_expression(ans, self.puzzle, self.target) else 0.0
+        return 1.0 if ans is not None and check_24(ans, self.puzzle, target=self.target) else 0.0
 
     def agreement_key(self, state: dict[str, Any]) -> str:
         return " ".join(sorted(state["numbers"])) + ("!" if state.get("error") else "")

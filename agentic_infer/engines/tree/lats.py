@@ -1,8 +1,9 @@
 """LATS (Language Agent Tree Search) on the MCTS core.
 
-    from agentic_infer.engines.tree import Game24Env, run_lats
-    result = await run_lats(llm, Game24Env("1 1 4 6"), iterations=10, n_children=5)
-    result.answer, result.correct, result.feedback, result.budget["spent"]
+    from agentic_infer.engines.tree import LATS, Game24LATSEnv
+    engine = LATS(llm, lambda ex: Game24LATSEnv(ex["question"]), iterations=10, n_children=5)
+    rollout = await engine.run({"question": "1 1 4 6"})
+    rollout.answer, rollout.rewards.get("correct"), rollout.metadata["tree"]["feedback"]
 
 Node state = task + actions + observations (the environment's `describe`). EXPANSION samples n
 actions in ONE generate call (`SamplingParams(n=n)`), identical samples merged into one child
@@ -28,21 +29,27 @@ the model) and `parse_action(text) -> str | None`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentic_infer.engines.judge_parse import parse_rubric_score
-from agentic_infer.engines.tree.base import Budget, Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat
-from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch
+from agentic_infer.engines.tree.search import SearchSettings, TreeSearch
 from agentic_infer.engines.tree.table import Node, Tree
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import SamplingParams
 
 
 @dataclass(frozen=True)
-class LATSOptions:
+class LATSOptions(TreeOptions):
+    """Everything a LATS run takes: the search (iterations, n_children, depth_limit, exploration_weight,
+    feedback, stop_at, budget: see `TreeOptions`) and the prompts' sampling and value settings."""
+
+    n_children: int = 5
+    stop_at: float | None = None
     lam: float = 0.5  # weight of the LM score against self-consistency
     temperature: float = 0.7
     action_max_tokens: int = 64
@@ -57,6 +64,12 @@ class LATSOptions:
             raise ConfigError(f"LATSOptions.lam={self.lam!r}: must be in [0, 1]; the paper uses 0.5-0.8")
         if self.value_samples < 1:
             raise ConfigError(f"LATSOptions.value_samples={self.value_samples!r}: must be >= 1")
+        super().__post_init__()
+
+    def settings(self) -> SearchSettings:
+        return SearchSettings(algorithm="mcts", n_children=self.n_children, depth_limit=self.depth_limit,
+                              exploration_weight=self.exploration_weight, lazy=False, rollout=True,
+                              reward_mode="leaf", feedback=self.feedback, stop_at=self.stop_at)
 
 
 class LATSConfig(SearchConfigBase):
@@ -97,30 +110,32 @@ class LATSConfig(SearchConfigBase):
                 "This attempt did not solve the task. In two or three sentences, say what went wrong and what to "
                 "do differently next time.")
 
-    def _params(self, n: int, max_tokens: int, *, stop: tuple[str, ...] = ()) -> SamplingParams:
-        return SamplingParams(n=n, temperature=self.o.temperature, max_tokens=max_tokens, stop=stop, seed=self.o.seed)
+    def _params(self, n: int, max_tokens: int) -> SamplingParams:
+        """`logprobs=0`: each sampled token's own logprob, recorded with the call (what a trainer needs)."""
+        return SamplingParams(n=n, temperature=self.o.temperature, max_tokens=max_tokens, seed=self.o.seed, logprobs=0)
 
     # -- SearchConfig ------------------------------------------------------------------------------
     async def propose(self, tree: Tree, node: Node, n: int) -> list[Proposal]:
         prompt = as_chat(self.meter.llm, self.action_prompt(tree, node))
         max_tokens = int(getattr(self.env, "action_max_tokens", self.o.action_max_tokens))
-        comps = await self.meter.generate(prompt, self._params(n, max_tokens), purpose="action")
-        votes: dict[str, list[str]] = {}
-        for c in comps:
+        comps, ids = await self.meter.generate(prompt, self._params(n, max_tokens), purpose="action", node=node)
+        votes: dict[str, list[tuple[str, str]]] = {}
+        for c, call in zip(comps, ids):
             act = self.env.parse_action(c.text)
             if act is None:
                 act = (c.text or "").strip().splitlines()[0].strip() if (c.text or "").strip() else None
             if act:
-                votes.setdefault(act, []).append(c.text)
-        return [Proposal(a, len(raw) / len(comps), {"votes": len(raw), "samples": len(comps), "raw": raw[0][:300]})
+                votes.setdefault(act, []).append((c.text, call))
+        return [Proposal(a, len(raw) / len(comps), {"votes": len(raw), "samples": len(comps), "raw": raw[0][0][:300],
+                                                    "proposed_by": [call for _, call in raw]})
                 for a, raw in votes.items()]
 
     async def _lm_score(self, tree: Tree, node: Node) -> tuple[float, dict[str, Any]]:
         if node.state is not None and node.state.get("error"):
             return 0.0, {"lm_score": None, "why": "invalid action (environment error)"}
         prompt = as_chat(self.meter.llm, self.value_prompt(tree, node))
-        comps = await self.meter.generate(prompt, self._params(self.o.value_samples, self.o.value_max_tokens),
-                                          purpose="value")
+        comps, _ = await self.meter.generate(prompt, self._params(self.o.value_samples, self.o.value_max_tokens),
+                                             purpose="value", node=node)
         scores = [parse_rubric_score(c.text) for c in comps]
         ok = [s for s in scores if s is not None]
         if not ok:
@@ -162,38 +177,22 @@ class LATSConfig(SearchConfigBase):
 
     async def on_failure(self, tree: Tree, node: Node) -> None:
         prompt = as_chat(self.meter.llm, self.reflection_prompt(tree, node))
-        comps = await self.meter.generate(prompt, self._params(1, self.o.reflection_max_tokens), purpose="reflection")
+        comps, _ = await self.meter.generate(prompt, self._params(1, self.o.reflection_max_tokens),
+                                             purpose="reflection", node=node)
         text = " ".join((comps[0].text if comps else "").split())[:600]
         if text:
             node.reflections.append(text)
             tree.reflections.append(text)
 
 
-def lats_search(llm: Any, env: Any, *, iterations: int = 10, n_children: int = 5, depth_limit: int = 7,
-                exploration_weight: float = 1.0, feedback: str = "judge", stop_at: float | None = None,
-                budget: Budget | None = None, options: LATSOptions | None = None, task: str | None = None,
-                tree: Tree | None = None) -> TreeSearch:
-    """A ready LATS `TreeSearch` (call `await .run()` or `.step()`); `tree` resumes a saved search."""
-    meter = Meter(llm, budget or Budget(iterations=iterations))
-    settings = SearchSettings(algorithm="mcts", n_children=n_children, depth_limit=depth_limit,
-                              exploration_weight=exploration_weight, lazy=False, rollout=True, reward_mode="leaf",
-                              feedback=feedback, stop_at=stop_at)
-    search = TreeSearch(env, LATSConfig(meter, env, options), meter, settings,
-                        task=task or getattr(env, "task", "") or getattr(env, "puzzle", ""), tree=tree)
-    if tree is None:
-        search.tree.config = {**settings.to_dict(), "engine": "lats", "lats": dict((options or LATSOptions()).__dict__)}
-    return search
+class LATS(TreeEngine):
+    """LATS as an engine: `await LATS(llm, env_for, options).run(example) -> Rollout`, where `env_for(example)`
+    makes the example's LATS environment (see `tree.engine` for the Rollout)."""
 
+    name = "lats"
+    options_class = LATSOptions
 
-async def run_lats(llm: Any, env: Any, *, iterations: int = 10, n_children: int = 5, depth_limit: int = 7,
-                   exploration_weight: float = 1.0, feedback: str = "judge", stop_at: float | None = None,
-                   budget: Budget | None = None, options: LATSOptions | None = None, task: str | None = None,
-                   save_tree: str | Path | None = None, tree: Tree | None = None) -> SearchResult:
-    """Run LATS on one environment; `budget` overrides `iterations` (its other limits add to it)."""
-    search = lats_search(llm, env, iterations=iterations, n_children=n_children, depth_limit=depth_limit,
-                         exploration_weight=exploration_weight, feedback=feedback, stop_at=stop_at, budget=budget,
-                         options=options, task=task, tree=tree)
-    result = await search.run()
-    if save_tree is not None:
-        result.tree.save(save_tree)
-    return result
+    def _search(self, meter: Meter, env: Any, example: Mapping[str, Any], tree: Tree | None) -> TreeSearch:
+        task = example.get("question") or getattr(env, "task", "") or getattr(env, "puzzle", "")
+        return TreeSearch(env, LATSConfig(meter, env, self.options), meter, self.options.settings(), task=str(task),
+                          tree=tree)

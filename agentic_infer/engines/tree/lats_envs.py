@@ -4,7 +4,7 @@
     env = ProgramEnv("Write add(a, b).", visible_tests=["assert add(1, 2) == 3"],
                      hidden_tests=["assert add(-1, 1) == 0"], sandbox=PythonSandbox())
     env = MathEnv("What is 3 + 4?", gold="7")
-    result = await run_lats(llm, env, iterations=10)
+    rollout = await LATS(llm, lambda example: env, iterations=10).run({"question": env.task})
 
 - `RetrievalQAEnv` over any `Retriever`: actions `search[query]` (top-k passages, shown as
   "title: text"), `lookup[term]` (the next sentence containing the term in the last search's
@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from agentic_infer.tools.retrieval.base import Retriever
+from agentic_infer.verify import exact_match, last_number, math_equal, normalize_answer
 
 _REACT = re.compile(r"\b(search|lookup|finish)\s*\[(.*?)\]", re.I | re.S)
 _SENT = re.compile(r"(?<=[.!?])\s+")
@@ -91,16 +92,12 @@ class RetrievalQAEnv(_StepsEnv):
         return s, {"observation": obs, "valid": m is not None}
 
     def agreement_key(self, state: dict[str, Any]) -> str:
-        from eval.metrics import normalize_answer
-
         last = state["steps"][-1]["action"] if state["steps"] else ""
         return "finish:" + normalize_answer(state["answer"]) if state["answer"] is not None else last.lower()
 
     async def gold_reward(self, state: dict[str, Any]) -> float | None:
         if self.gold is None:
             return None
-        from eval.metrics import exact_match
-
         return exact_match(state["answer"], self.gold) if state["answer"] is not None else 0.0
 
 
@@ -216,8 +213,6 @@ class MathEnv(_StepsEnv):
         return s, {"observation": obs}
 
     def agreement_key(self, state: dict[str, Any]) -> str:
-        from eval.metrics import last_number
-
         if state["answer"] is not None:
             return "finish:" + (last_number(state["answer"]) or state["answer"].strip().lower())
         return (state["steps"][-1]["action"] if state["steps"] else "").strip().lower()
@@ -227,6 +222,4 @@ class MathEnv(_StepsEnv):
             return None
         if state["answer"] is None:
             return 0.0
-        from eval.metrics import math_equal
-
         return 1.0 if math_equal(state["answer"], self.gold) else 0.0

@@ -1,9 +1,8 @@
 """RAP (Reasoning via Planning): the LLM as world model, MCTS with composite rewards, aggregation.
 
-    from agentic_infer.engines.tree.rap import run_rap
-    from agentic_infer.engines.tree.rap_tasks import Game24RAPTask
-    res = await run_rap(llm, Game24RAPTask("1 1 4 6"), iterations=10)
-    res.answer, res.extra["aggregation"]
+    from agentic_infer.engines.tree import RAP, Game24RAPTask
+    rollout = await RAP(llm, lambda ex: Game24RAPTask(ex["question"]), iterations=10).run({"question": "1 1 4 6"})
+    rollout.answer, rollout.metadata["tree"]["aggregation"]
 
 A RAP task supplies prompts and parsers (see `rap_tasks.py`): `action_prompt(state)`,
 `parse_action(text)`, `world_prompt(state, action)`, `parse_world(text, state, action) -> state |
@@ -24,7 +23,7 @@ A component that is None is dropped and the remaining weights renormalised; ever
 record the components and which fallback was used. MCTS runs lazily (children become states only
 when chosen), w_exp = 1.0, depth limit 5, path-mean reward, judge-only feedback by default.
 
-RAP-Aggregation (`rap_aggregate`; `run_rap` default "value", as llm-reasoners sums rewards per
+RAP-Aggregation (`rap_aggregate`; `RAPOptions.aggregate` default "value", as llm-reasoners sums rewards per
 answer) votes over every terminal answer in the tree: weight 1 each
 ("count"), the terminal's mean backed-up value ("value"), or its DeepConf confidence ("deepconf":
 the mean token confidence -mean(top-k logprobs) over the completions on its path; traces here are
@@ -37,18 +36,21 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from agentic_infer.engines.deepconf import answer_weights, token_confidence
+from agentic_infer.engines.deepconf.confidence import answer_weights, token_confidence
 from agentic_infer.engines.judge_parse import yes_probability
-from agentic_infer.engines.tree.base import Budget, Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat, mean_logprob, vote_share
 from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch
 from agentic_infer.engines.tree.table import Node, Tree
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import SamplingParams
+
+AGGREGATE = ("value", "count", "deepconf", None)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,15 @@ class RAPWeights:
 
 
 @dataclass(frozen=True)
-class RAPOptions:
+class RAPOptions(TreeOptions):
+    """Everything a RAP run takes: the search (iterations, n_actions, depth_limit, exploration_weight,
+    feedback, budget: see `TreeOptions`), RAP-Aggregation (`aggregate`: "value", "count", "deepconf" or None
+    for the best path's answer; `keep_top`), the reward weights and sampling."""
+
+    n_actions: int = 4
+    depth_limit: int = 5
+    aggregate: str | None = "value"
+    keep_top: float | None = None
     weights: RAPWeights = RAPWeights()
     temperature: float = 0.8
     world_samples: int = 3
@@ -74,6 +84,20 @@ class RAPOptions:
     world_max_tokens: int = 160
     top_logprobs: int = 5
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATE:
+            raise ConfigError(f"RAPOptions.aggregate={self.aggregate!r}: choose one of {AGGREGATE[:-1]} or None "
+                              "(the best path's answer)")
+        for name in ("world_samples", "self_eval_samples", "action_max_tokens", "world_max_tokens"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"RAPOptions.{name}={getattr(self, name)!r}: must be an integer >= 1")
+        super().__post_init__()
+
+    def settings(self) -> SearchSettings:
+        return SearchSettings(algorithm="mcts", n_children=self.n_actions, depth_limit=self.depth_limit,
+                              exploration_weight=self.exploration_weight, lazy=True, rollout=True,
+                              reward_mode="path_mean", feedback=self.feedback)
 
 
 def _conf_stats(comps: list[Any]) -> tuple[float, int]:
@@ -103,7 +127,7 @@ class RAPWorldModel:
         prompt = as_chat(self.meter.llm, self.task.world_prompt(state, action))
         params = SamplingParams(n=self.o.world_samples, temperature=self.o.temperature,
                                 max_tokens=self.o.world_max_tokens, logprobs=self.o.top_logprobs, seed=self.o.seed)
-        comps = await self.meter.generate(prompt, params, purpose="world_model")
+        comps, _ = await self.meter.generate(prompt, params, purpose="world_model")
         preds = [self.task.parse_world(c.text, state, action) for c in comps]
         keys = [None if p is None else self.task.state_key(p) for p in preds]
         key, share = vote_share(keys)
@@ -137,12 +161,14 @@ class RAPConfig(SearchConfigBase):
         prompt = as_chat(self.meter.llm, self.task.action_prompt(node.state))
         params = SamplingParams(n=n, temperature=self.o.temperature, max_tokens=self.o.action_max_tokens,
                                 logprobs=self.o.top_logprobs, seed=self.o.seed, stop=("\n",))
-        comps = await self.meter.generate(prompt, params, purpose="action")
+        comps, ids = await self.meter.generate(prompt, params, purpose="action", node=node)
         groups: dict[str, list[Any]] = {}
-        for c in comps:
+        proposed_by: dict[str, list[str]] = {}
+        for c, call in zip(comps, ids):
             act = self.task.parse_action(c.text)
             if act:
                 groups.setdefault(act, []).append(c)
+                proposed_by.setdefault(act, []).append(call)
         out = []
         for act, cs in groups.items():
             lps = [lp for lp in (mean_logprob(c) for c in cs) if lp is not None]
@@ -152,18 +178,20 @@ class RAPConfig(SearchConfigBase):
             else:
                 prior, src = len(cs) / len(comps), "vote share (fallback: backend gave no logprobs)"
             out.append(Proposal(act, prior, {"votes": len(cs), "likelihood_source": src, "conf_sum": cs_sum,
-                                             "conf_n": cs_n}))
+                                             "conf_n": cs_n, "proposed_by": proposed_by[act]}))
         return out
 
     async def _self_eval(self, parent: Node, child: Node) -> tuple[float | None, str]:
         prompt = as_chat(self.meter.llm, self.task.self_eval_prompt(parent.state, child.action))
-        comps = await self.meter.generate(prompt, SamplingParams(n=1, temperature=0.0, max_tokens=1,
-                                                                 logprobs=self.o.top_logprobs), purpose="self_eval")
+        comps, _ = await self.meter.generate(prompt, SamplingParams(n=1, temperature=0.0, max_tokens=1,
+                                                                    logprobs=self.o.top_logprobs),
+                                             purpose="self_eval", node=child)
         p = yes_probability(comps[0]) if comps else None
         if p is not None:
             return p, "logprobs"
-        comps = await self.meter.generate(prompt, SamplingParams(n=self.o.self_eval_samples, temperature=1.0,
-                                                                 max_tokens=3, seed=self.o.seed), purpose="self_eval")
+        comps, _ = await self.meter.generate(prompt, SamplingParams(n=self.o.self_eval_samples, temperature=1.0,
+                                                                    max_tokens=3, seed=self.o.seed),
+                                             purpose="self_eval", node=child)
         yes = sum(c.text.strip().lower().startswith("yes") for c in comps)
         return yes / max(1, len(comps)), "sampled share of 'yes' (fallback: no logprobs)"
 
@@ -186,7 +214,7 @@ class RAPConfig(SearchConfigBase):
 
 def rap_aggregate(tree: Tree, *, weighting: str = "count", keep_top: float | None = None) -> dict[str, Any]:
     """Vote over all terminal answers in the tree; returns {"answer", "weights", "voters"}."""
-    if weighting not in ("count", "value", "deepconf"):
+    if weighting not in AGGREGATE[:-1]:
         raise ConfigError(f"rap_aggregate: weighting={weighting!r}; choose count, value or deepconf")
     answers, confs = [], []
     for n in tree.terminals():
@@ -209,49 +237,30 @@ def rap_aggregate(tree: Tree, *, weighting: str = "count", keep_top: float | Non
     return {"answer": best, "weights": weights, "voters": len(answers), "weighting": weighting}
 
 
-def rap_search(llm: Any, task: Any, *, iterations: int = 10, n_actions: int = 4, depth_limit: int = 5,
-               exploration_weight: float = 1.0, feedback: str = "judge", budget: Budget | None = None,
-               options: RAPOptions | None = None, tree: Tree | None = None) -> TreeSearch:
-    """A ready RAP-MCTS `TreeSearch` (call `await .run()` or `.step()`, then `finalise_rap`);
-    `tree` resumes a saved search."""
-    o = options or RAPOptions()
-    meter = Meter(llm, budget or Budget(iterations=iterations))
-    env = RAPWorldModel(task, meter, o)
-    settings = SearchSettings(algorithm="mcts", n_children=n_actions, depth_limit=depth_limit,
-                              exploration_weight=exploration_weight, lazy=True, rollout=True,
-                              reward_mode="path_mean", feedback=feedback)
-    search = TreeSearch(env, RAPConfig(meter, task, o), meter, settings, task=task.task, tree=tree)
-    if tree is None:
-        search.tree.config = {**settings.to_dict(), "engine": "rap", "rap": {**asdict(o)}}
-    return search
+class RAP(TreeEngine):
+    """RAP as an engine: `await RAP(llm, task_for, options).run(example) -> Rollout`, where `task_for(example)`
+    makes the example's RAP task (e.g. `GSM8KTask(ex["question"])`). With `aggregate`, the Rollout's answer is
+    the RAP-Aggregation vote (`metadata["tree"]["aggregation"]`; the best single path's answer stays in
+    `metadata["tree"]["best_path_answer"]`)."""
 
+    name = "rap"
+    options_class = RAPOptions
 
-async def finalise_rap(res: SearchResult, task: Any, *, aggregate: str | None = "value",
-                       keep_top: float | None = None) -> SearchResult:
-    """Label the terminals with their answers and, with `aggregate`, replace `res.answer` by the
-    RAP-Aggregation vote (the best single path's answer stays in `extra["best_path_answer"]`)."""
-    for n in res.tree.terminals():
-        n.details["answer"] = task.answer(n.state)
-    if aggregate is not None:
-        agg = rap_aggregate(res.tree, weighting=aggregate, keep_top=keep_top)
-        res.extra["aggregation"] = agg
-        res.extra["best_path_answer"] = res.answer
-        if agg["answer"] is not None:
-            res.answer = agg["answer"]
-            res.correct = await task.score_answer(agg["answer"])
-    res.tree.result = res.to_dict()
-    return res
+    def _search(self, meter: Meter, task: Any, example: Mapping[str, Any], tree: Tree | None) -> TreeSearch:
+        return TreeSearch(RAPWorldModel(task, meter, self.options), RAPConfig(meter, task, self.options), meter,
+                          self.options.settings(), task=task.task, tree=tree)
 
-
-async def run_rap(llm: Any, task: Any, *, iterations: int = 10, n_actions: int = 4, depth_limit: int = 5,
-                  exploration_weight: float = 1.0, feedback: str = "judge", budget: Budget | None = None,
-                  options: RAPOptions | None = None, aggregate: str | None = "value", keep_top: float | None = None,
-                  save_tree: str | Path | None = None) -> SearchResult:
-    """RAP-MCTS on one task. With `aggregate`, `result.answer` is the RAP-Aggregation vote (the
-    best single path's answer stays in `extra["best_path_answer"]`)."""
-    search = rap_search(llm, task, iterations=iterations, n_actions=n_actions, depth_limit=depth_limit,
-                        exploration_weight=exploration_weight, feedback=feedback, budget=budget, options=options)
-    res = await finalise_rap(await search.run(), task, aggregate=aggregate, keep_top=keep_top)
-    if save_tree is not None:
-        res.tree.save(save_tree)
-    return res
+    async def _finalise(self, search: TreeSearch, res: SearchResult) -> SearchResult:
+        """Label the terminals with their answers and, with `aggregate`, replace the answer by the vote."""
+        task, o = search.config.task, self.options
+        for n in res.tree.terminals():
+            n.details["answer"] = task.answer(n.state)
+        if o.aggregate is not None:
+            agg = rap_aggregate(res.tree, weighting=o.aggregate, keep_top=o.keep_top)
+            res.extra["aggregation"] = agg
+            res.extra["best_path_answer"] = res.answer
+            if agg["answer"] is not None:
+                res.answer = agg["answer"]
+                res.correct = await task.score_answer(agg["answer"])
+        res.tree.result = res.to_dict()
+        return res

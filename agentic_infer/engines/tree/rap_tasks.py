@@ -24,7 +24,7 @@ from agentic_infer.engines.tree import blocksworld as bw
 from agentic_infer.engines.tree.game24 import _ACTION, Game24Env, fmt
 from agentic_infer.engines.tree.prompting import first_line
 from agentic_infer.errors import ParseError
-from eval.metrics import last_number
+from agentic_infer.verify import last_number, math_equal
 
 _LEFT = re.compile(r"left\s*:?\s*((?:-?\d+(?:/\d+)?[\s,]*)+)", re.I)
 
@@ -171,8 +171,6 @@ class GSM8KTask(_Base):
     async def score_answer(self, answer: str | None) -> bool | None:
         if self.gold is None:
             return None
-        from eval.metrics import math_equal
-
         return answer is not None and math_equal(answer, self.gold)
 
     async def gold_reward(self, state: dict[str, Any]) -> float | None:

@@ -1,7 +1,10 @@
 """Search algorithms over the node table: MCTS (UCT), beam search and DFS.
 
     search = TreeSearch(env, config, meter, SearchSettings(algorithm="mcts", n_children=5), task="1 1 4 6")
-    result = await search.run()       # SearchResult: answer, correct (scored afterwards), tree, budget
+    result = await search.run()       # SearchResult: answer, node, correct (scored afterwards), tree, budget
+
+The engines (`lats.LATS`, `rap.RAP`) build a search per example and turn its result and the
+meter's recorded calls into a Rollout (`engine.py`).
 
 MCTS, one iteration: SELECT from the root by UCT(c) = value(c) + w·sqrt(ln N(parent) / N(c)) with
 `value` the MEAN backed-up reward (unvisited children first, best evaluation/prior first);
@@ -44,7 +47,6 @@ from agentic_infer.engines.tree.base import (
 )
 from agentic_infer.engines.tree.table import Node, Tree
 from agentic_infer.errors import ConfigError
-from agentic_infer.types import Step, Trajectory, Usage
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,8 @@ def select_child(tree: Tree, node: Node, w: float) -> Node:
 
 @dataclass
 class SearchResult:
+    """What one search decided; the engines turn it and the meter's calls into a Rollout (`engine.py`)."""
+
     answer: str | None
     node: int | None
     actions: list[str]
@@ -121,26 +125,9 @@ class SearchResult:
     budget: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
-        d = {"answer": self.answer, "node": self.node, "actions": self.actions, "correct": self.correct,
-             "feedback": self.feedback, "stop_reason": self.stop_reason, "budget": self.budget, **self.extra}
-        if with_tree:
-            d["tree"] = self.tree.to_dict()
-        return d
-
-    def to_trajectory(self, *, engine: str) -> Trajectory:
-        steps = []
-        if self.node is not None:
-            for n in self.tree.path(self.tree[self.node])[1:]:
-                steps.append(Step(action=n.action or "", observation=str(n.details.get("step", {}).get(
-                    "observation", "")) or None, state=n.summary, reward=n.reward))
-        spent = self.budget.get("spent", {})
-        usage = Usage(prompt_tokens=spent.get("prompt_tokens", 0), completion_tokens=spent.get("completion_tokens", 0),
-                      llm_calls=spent.get("llm_calls", 0), wall_s=spent.get("wall_s", 0.0))
-        return Trajectory(steps=steps, answer=self.answer, usage=usage, finish_reason=self.stop_reason, engine=engine,
-                          example={"question": self.tree.task},
-                          rewards={} if self.correct is None else {"correct": float(self.correct)},
-                          metadata={"feedback": self.feedback, "budget": self.budget})
+    def to_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "node": self.node, "actions": self.actions, "correct": self.correct,
+                "feedback": self.feedback, "stop_reason": self.stop_reason, "budget": self.budget, **self.extra}
 
 
 class _Stop(Exception):
@@ -172,19 +159,22 @@ class TreeSearch:
         """Run the environment step for children without a state, then evaluate those without a reward."""
         for c in children:
             if c.state is None:
-                state, aux = await self.env.step(parent.state, c.action or "")
+                with self.meter.at(c):  # an LLM world model's calls belong to the child they create
+                    state, aux = await self.env.step(parent.state, c.action or "")
                 c.state, c.summary, c.terminal = state, self.env.describe(state), self.env.is_terminal(state)
                 c.details["step"] = aux
         todo = [c for c in children if c.reward is None]
         if todo:
-            evals = await self.config.evaluate(self.tree, parent, todo)
+            with self.meter.at(todo[0] if len(todo) == 1 else parent):  # configs name the child themselves
+                evals = await self.config.evaluate(self.tree, parent, todo)
             for c, e in zip(todo, evals):
                 c.reward = float(e.value)
                 c.details["evaluation"] = e.details
 
     async def expand(self, node: Node) -> list[Node]:
         if not node.children:
-            props = await self.config.propose(self.tree, node, self.s.n_children)
+            with self.meter.at(node):
+                props = await self.config.propose(self.tree, node, self.s.n_children)
             for p in props:
                 self.tree.add_child(node, p.action, p.prior, p.details)
             if not props:  # nothing parseable: a dead end, scored as a failed terminal
@@ -204,11 +194,13 @@ class TreeSearch:
             gold = await self.env.gold_reward(node.state) if node.state is not None else 0.0
             value, info = float(gold or 0.0), {"source": "oracle"}
         else:
-            ev = await self.config.terminal_reward(self.tree, node)
+            with self.meter.at(node):
+                ev = await self.config.terminal_reward(self.tree, node)
             value, info = float(ev.value), {"source": "judge", **ev.details}
         node.details["terminal_reward"] = {"value": value, **info}
         if value < self.s.success_threshold:
-            await self.config.on_failure(self.tree, node)
+            with self.meter.at(node):
+                await self.config.on_failure(self.tree, node)
         return value
 
     def _check_stop(self, value: float) -> None:

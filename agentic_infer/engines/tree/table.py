@@ -8,11 +8,15 @@ renders:
      "budget": {"limits": {...}, "spent": {"iterations", "llm_calls", "tokens", ...}},
      "reflections": ["..."], "config": {...}, "result": {...},
      "nodes": [{"id", "parent", "children", "action", "depth", "visits", "value", "reward", "prior",
-                "terminal", "materialised", "summary", "state", "details", "reflections"}, ...]}
+                "terminal", "materialised", "summary", "state", "details", "reflections", "calls"}, ...]}
 
 `value` is the node's MEAN backed-up reward (running mean over the `visits` iterations that passed
 through it); `reward` is its own evaluation when it was created (None until materialised); `prior`
-the proposal's cheap score. `Tree.from_dict` restores a tree exactly (a search can be resumed).
+the proposal's cheap score. `calls` lists the ids of the LLM calls made about the node (expanding
+it, stepping an LLM world model into it, evaluating it, reflecting on it), one id per sampled
+completion: the ids of the trajectories in the search's Rollout (`tree.engine.call_trajectories`);
+`details["proposed_by"]` lists the parent's samples that proposed this node's action.
+`Tree.from_dict` restores a tree exactly (a search can be resumed).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Node:
     children: list[int] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     reflections: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
 
     @property
     def materialised(self) -> bool:
@@ -58,7 +63,7 @@ class Node:
                 "depth": self.depth, "visits": self.visits, "value": self.value, "reward": self.reward,
                 "prior": self.prior, "terminal": self.terminal, "materialised": self.materialised,
                 "summary": self.summary, "state": self.state, "details": self.details,
-                "reflections": list(self.reflections)}
+                "reflections": list(self.reflections), "calls": list(self.calls)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Node:
@@ -66,7 +71,8 @@ class Node:
                    state=d.get("state"), summary=d.get("summary", ""), prior=float(d.get("prior", 0.0)),
                    reward=d.get("reward"), visits=int(d.get("visits", 0)), value=float(d.get("value", 0.0)),
                    terminal=bool(d.get("terminal", False)), children=list(d.get("children", [])),
-                   details=dict(d.get("details") or {}), reflections=list(d.get("reflections") or []))
+                   details=dict(d.get("details") or {}), reflections=list(d.get("reflections") or []),
+                   calls=list(d.get("calls") or []))
 
 
 @dataclass

@@ -100,3 +100,74 @@ async def test_fake_uri():
     llm = load_llm("fake://?reply=hello")
     [c] = await llm.generate("p", SamplingParams())
     assert c.text == "hello"
+
+
+# -- one encode semantics for every tokenizer ------------------------------------------------------------
+
+class StubLlama:
+    """llama-cpp-python's `Llama.tokenize` for a vocabulary that adds BOS (id 1): one id per character."""
+
+    def tokenize(self, data, add_bos=True, special=False):
+        text = data.decode()
+        ids = [1] if add_bos else []
+        while text:
+            if special and text.startswith("<s>"):
+                ids.append(1)
+                text = text[3:]
+            else:
+                ids.append(ord(text[0]))
+                text = text[1:]
+        return ids
+
+    def token_bos(self):
+        return 1
+
+
+class StubHF:
+    """A transformers tokenizer whose `add_special_tokens` adds BOS (1) and parses `<s>`."""
+
+    bos_token_id = 1
+
+    def encode(self, text, add_special_tokens=True):
+        return StubLlama().tokenize(text.encode(), add_bos=add_special_tokens, special=True)
+
+
+@pytest.mark.parametrize("make", ["llamacpp", "hf", "local"])
+def test_add_special_means_the_same_for_every_tokenizer(make):
+    from agentic_infer.backends.hf import HFTokenizer
+    from agentic_infer.backends.llamacpp import LlamaCppTokenizer
+    from agentic_infer.backends.tokenizer import LocalTokenizer
+
+    tok = {"llamacpp": lambda: LlamaCppTokenizer(StubLlama()), "hf": lambda: HFTokenizer(StubHF()),
+           "local": lambda: LocalTokenizer(LlamaCppTokenizer(StubLlama()), None, "stub")}[make]()
+    assert tok.encode("ab") == tok.encode("ab", add_special=True) == [1, 97, 98]  # a sequence start: BOS
+    assert tok.encode("ab", add_special=False) == [97, 98]  # mid-sequence: nothing added
+    assert tok.encode("<s>ab", add_special=False) == [1, 97, 98]  # special-token strings are parsed
+    assert tok.encode("<s>ab") == [1, 97, 98]  # never a second BOS before the one the text begins with
+
+
+def test_encode_prompt_and_continuation_follow_the_flag():
+    from agentic_infer.backends.base import count_prompt_tokens, encode_continuation, encode_prompt
+    from agentic_infer.backends.llamacpp import LlamaCppTokenizer
+
+    class Stub:
+        tokenizer = LlamaCppTokenizer(StubLlama())
+
+    class Plain:  # a tokenizer without the flag adds nothing and is called without it
+        class tokenizer:  # noqa: N801
+            @staticmethod
+            def encode(text):
+                return [ord(c) for c in text]
+
+    assert encode_prompt(Stub(), "ab") == [1, 97, 98] and encode_continuation(Stub(), "ab") == [97, 98]
+    assert encode_prompt(Plain(), "ab") == encode_continuation(Plain(), "ab") == [97, 98]
+    assert encode_prompt(object(), "ab") is None  # no tokenizer
+    assert count_prompt_tokens(Stub(), "ab") == 3 and count_prompt_tokens(Stub(), [5, 6]) == 2
+    assert count_prompt_tokens(Stub(), "ab", reported=7) == 7 and count_prompt_tokens(object(), "ab") == 0
+
+
+async def test_fake_llm_scripts_token_ids_exactly():
+    llm = FakeLLM([[104, 105, 60, 47, 97, 62, 33]])  # "hi</a>!" as ids; the stop ends before "!"
+    [c] = await llm.generate([1, 2], SamplingParams(stop=("</a>",), include_stop=True, logprobs=1))
+    assert c.text == "hi</a>" and c.token_ids == [104, 105, 60, 47, 97, 62] and len(c.logprobs) == 6
+    assert llm.prompt_ids == [[1, 2]] and llm.prompts == ["\x01\x02"]

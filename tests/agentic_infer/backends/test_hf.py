@@ -34,3 +34,18 @@ async def test_hf_greedy_logprobs_stops_and_stream(hf_llm):
     assert cut.stop_reason == "Paris" and cut.text.endswith("Paris") and len(cut.text) <= len(a.text)
     deltas = [d async for d in hf_llm.stream(prompt, params)]
     assert "".join(d.text for d in deltas) == a.text
+
+
+def test_hf_encode_semantics_and_incremental_text(hf_llm, embedded_llm):
+    from agentic_infer.backends.base import encode_continuation, encode_prompt
+    from agentic_infer.backends.hf import _Detokenizer
+
+    prompt = hf_llm.render([Message("user", "hi")])
+    assert encode_prompt(hf_llm, prompt) == encode_prompt(embedded_llm, prompt)  # one vocabulary, one BOS policy
+    text = "naïve café 🚀 done"
+    ids = encode_continuation(hf_llm, text)
+    assert ids == encode_continuation(embedded_llm, text) and hf_llm.tokenizer.decode(ids) == text
+    # streamed text: the emoji spans several byte tokens and comes out whole, never as U+FFFD pieces
+    detok = _Detokenizer(hf_llm.tokenizer)
+    pieces = [detok.push(t) for t in ids]
+    assert "".join(pieces) == text and not any("\ufffd" in p for p in pieces)

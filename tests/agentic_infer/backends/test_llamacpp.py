@@ -79,3 +79,15 @@ async def test_without_prefix_cache_calls_are_independent(prompt):
     await llm.generate(prompt + " Also", params)  # a run that shares a prefix with the next one
     [b] = await llm.generate(prompt, params)
     assert [t.logprob for t in a.logprobs] == [t.logprob for t in b.logprobs]
+
+
+async def test_text_and_its_encode_prompt_ids_condition_identically(embedded_llm, prompt):
+    from agentic_infer.backends.base import encode_continuation, encode_prompt
+
+    ids = encode_prompt(embedded_llm, prompt)
+    assert embedded_llm._as_prompt(prompt) == ids and embedded_llm.tokenizer.decode(ids) == prompt
+    [by_text] = await embedded_llm.generate(prompt, GREEDY)
+    [by_ids] = await embedded_llm.generate(ids, GREEDY)
+    assert by_ids.token_ids == by_text.token_ids and by_ids.prompt_tokens == by_text.prompt_tokens == len(ids)
+    # mid-sequence pieces get nothing added; special-token strings are parsed in both
+    assert encode_continuation(embedded_llm, "<|im_end|>\n") == [embedded_llm.llama.token_eos(), 198]

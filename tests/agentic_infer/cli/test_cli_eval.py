@@ -53,6 +53,24 @@ def test_run_and_report(tmp_path, data, capsys):
     assert code == 0 and (tmp_path / "rep.html").exists() and (tmp_path / "rep.md").exists()
 
 
+def test_config_file_with_flags_on_top(tmp_path, data, capsys):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"task: hotpotqa\ndata: {data}\nengine: cot\nlimit: 2\nmax_tokens: 64\n"
+                   "engine_options: {{}}\nbackend: fake://?reply=%5Cboxed%7BRush%7D\n".replace("{{}}", "{}"))
+    out_dir = tmp_path / "run"
+    code, _, err = _run(["eval", "run", "--config", str(cfg), "--limit", "3", "--out", str(out_dir), "--quiet"], capsys)
+    assert code == 0, err
+    record = json.loads((out_dir / "run.json").read_text())["config"]
+    assert record["engine"] == "cot" and record["max_tokens"] == 64  # from the file
+    assert record["limit"] == 3 and record["out"] == str(out_dir)  # flags given on the command line win
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("task: hotpotqa\nlimt: 2\n")
+    code, _, err = _run(["eval", "run", "--config", str(bad), "--data", str(data)], capsys)
+    assert code == 2 and "unknown setting 'limt'" in err
+    code, _, err = _run(["eval", "run", "--engine", "cot"], capsys)
+    assert code == 2 and "give --task NAME and --data FILE" in err
+
+
 def test_errors_are_one_line(tmp_path, data, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q"}\n')
@@ -64,6 +82,14 @@ def test_errors_are_one_line(tmp_path, data, capsys):
     code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "search-o1",
                          "--backend", "fake://"], capsys)
     assert code == 2 and "--corpus" in err
+    code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "cot", "--opt", "bogus=1",
+                         "--backend", "fake://", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "engine 'cot': unknown option(s) ['bogus']" in err and err.count("\n") == 1
+    puzzles = tmp_path / "g24.csv"
+    puzzles.write_text("Rank,Puzzles\n1,4 6 1 1\n")
+    code, _, err = _run(["eval", "run", "--task", "game24", "--data", str(puzzles), "--engine", "lats", "--opt",
+                         "n_childs=2", "--backend", "fake://", "--out", str(tmp_path / "o2")], capsys)
+    assert code == 2 and "n_childs" in err and err.count("\n") == 1
 
 
 def test_killed_process_resumes_without_duplicates(tmp_path, data):
@@ -85,6 +111,10 @@ def test_killed_process_resumes_without_duplicates(tmp_path, data):
     rows = [json.loads(x) for x in results.read_text().splitlines() if x.strip()]
     assert sorted(r["id"] for r in rows) == [f"q{i}" for i in range(6)]
     assert all(r["prediction"] == "Rush" for r in rows)
+    rollouts = [json.loads(x) for x in (out / "rollouts.jsonl").read_text().splitlines()]  # the records: once each
+    assert sorted(r["example_id"] for r in rollouts) == [f"q{i}" for i in range(6)]
+    trajectories = [t["id"] for r in rollouts for t in r["trajectories"]]
+    assert sorted(trajectories) == sorted(i for r in rows for i in r["trajectory_ids"]) and len(set(trajectories)) == 6
 
 
 def test_judge_check_prints_the_agreement_table(data, tmp_path, capsys):

@@ -9,8 +9,8 @@ import pytest
 
 import agentic_infer.backends as backends
 from agentic_infer.cli import main
-from agentic_infer.engines.tree import check_expression
 from agentic_infer.testing import FakeLLM
+from agentic_infer.verify import check_24
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engines" / "tree"))
 from tree_fakes import Game24Policy, Game24RAPPolicy  # noqa: E402
@@ -33,12 +33,12 @@ def policy_backend(monkeypatch):
 def test_run_lats_json_save_tree_and_view(capsys, tmp_path, policy_backend):
     policy_backend(Game24Policy())
     tree = tmp_path / "t.json"
-    code, out, err = run(capsys, "run", "lats", "--env", "game24", "--input", "1 1 4 6", "--iterations", "12",
-                         "--n-children", "3", "--save-tree", str(tree), "--json")
+    code, out, err = run(capsys, "run", "lats", "--env", "game24", "--input", "1 1 4 6", "--set", "iterations=12",
+                         "--set", "n_children=3", "--save-tree", str(tree), "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["engine"] == "lats" and res["feedback"] == "judge" and res["correct"] is True
-    assert check_expression(res["answer"], "1 1 4 6")
+    assert check_24(res["answer"], "1 1 4 6")
     assert res["budget"]["spent"]["llm_calls"] > 0 and res["tree_file"] == str(tree)
     html = tmp_path / "t.html"
     code, out, _ = run(capsys, "tree", "view", str(tree), "--out", str(html))
@@ -50,15 +50,15 @@ def test_run_lats_json_save_tree_and_view(capsys, tmp_path, policy_backend):
 
 def test_run_lats_human_output_oracle(capsys, policy_backend):
     policy_backend(Game24Policy())
-    code, out, _ = run(capsys, "run", "lats", "--env", "game24", "--input", "1 1 4 6", "--iterations", "30",
-                       "--n-children", "3", "--feedback", "oracle")
+    code, out, _ = run(capsys, "run", "lats", "--env", "game24", "--input", "1 1 4 6", "--set", "iterations=30",
+                       "--set", "n_children=3", "--set", "feedback=oracle")
     assert code == 0 and "(oracle feedback)" in out and "correct=True" in out
 
 
 def test_run_rap_game24(capsys, tmp_path, policy_backend):
     policy_backend(Game24RAPPolicy())
-    code, out, err = run(capsys, "run", "rap", "--task", "game24", "--input", "1 1 4 6", "--iterations", "10",
-                         "--n-actions", "3", "--json", "--save-tree", str(tmp_path / "r.json"))
+    code, out, err = run(capsys, "run", "rap", "--task", "game24", "--input", "1 1 4 6", "--set", "iterations=10",
+                         "--set", "n_actions=3", "--json", "--save-tree", str(tmp_path / "r.json"))
     assert code == 0, err
     res = json.loads(out)
     assert res["engine"] == "rap" and res["correct"] is True and res["aggregation"]["voters"] >= 1
@@ -68,7 +68,7 @@ def test_run_rap_game24(capsys, tmp_path, policy_backend):
     (["run", "lats", "--env", "nope", "--input", "x"], "--env 'nope'"),
     (["run", "lats", "--env", "game24", "--input", "a b"], "expected numbers"),
     (["run", "lats", "--env", "program", "--input", "write f"], "--test"),
-    (["run", "lats", "--env", "game24", "--input", "1 2 3 4", "--feedback", "gold"], "feedback"),
+    (["run", "lats", "--env", "game24", "--input", "1 2 3 4", "--set", "feedback=gold"], "feedback"),
     (["run", "rap", "--task", "blocksworld", "--input", "the a block is on the table"], "--goal"),
     (["run", "rap", "--task", "chess", "--input", "x"], "--task 'chess'"),
     (["tree", "view", "/nonexistent/t.json"], "no such file"),

@@ -10,19 +10,21 @@ import pytest
 from agentic_infer.engines.deepconf import (
     DeepConf,
     GroupTracker,
+    ReplayTrace,
     answer_weights,
     group_confidences,
     leading_share,
     online_threshold,
+    replay_offline,
+    replay_online,
     stop_position,
     token_confidence,
     trace_confidence,
     vote,
 )
-from agentic_infer.engines.deepconf_replay import ReplayTrace, replay_offline, replay_online
 from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.testing import FakeLLM
-from agentic_infer.types import SamplingParams, TopLogprob, Trajectory
+from agentic_infer.types import Rollout, SamplingParams, TopLogprob
 
 # --------------------------------------------------------------------------------------------------
 # token / group / trace confidence
@@ -174,78 +176,121 @@ def engine(llm, **kw):
     return DeepConf(llm, **{**opts, **kw})
 
 
+Q = {"question": "q"}
+
+
+def report(rollout: Rollout) -> dict:
+    return rollout.metadata["deepconf"]
+
+
+def fates(rollout: Rollout) -> list[dict]:
+    return [t.metadata["deepconf"] for t in rollout.trajectories]
+
+
 async def test_offline_reports_every_method_and_records_trajectories():
     script = [good("42"), good("42"), bad("7"), bad("7"), bad("7"), "no answer here"]
     llm = FakeLLM(script, logprob_fn=lp)
     res = await engine(llm, mode="offline", budget=6).run({"question": "6*7?", "answer": "42"})
-    assert res.votes["majority"] == "7"  # three low-confidence 7s outvote two confident 42s
-    assert res.votes["top10_bottom10"] == "42" and res.answer == "42"
-    assert res.votes["weighted_mean"] == "42"  # 2 * (6.5*24 + 3.5*10)/34 > 3 * ~1.58
-    assert set(res.votes) == {"majority"} | {f"{p}_{m}" for p in ("weighted", "top10", "top90")
-                                             for m in ("mean", "bottom10", "lowest", "tail")}
-    assert res.tokens_generated == sum(len(s) for s in script) == llm.tokens_generated
-    assert res.stop_reason == "complete" and res.threshold is None
+    rep = report(res)
+    assert rep["votes"]["majority"] == "7"  # three low-confidence 7s outvote two confident 42s
+    assert rep["votes"]["top10_bottom10"] == "42" and res.answer == rep["answer"] == "42"
+    assert rep["votes"]["weighted_mean"] == "42"  # 2 * (6.5*24 + 3.5*10)/34 > 3 * ~1.58
+    assert set(rep["votes"]) == {"majority"} | {f"{p}_{m}" for p in ("weighted", "top10", "top90")
+                                                for m in ("mean", "bottom10", "lowest", "tail")}
+    assert rep["tokens_generated"] == sum(len(s) for s in script) == llm.tokens_generated
+    assert rep["stop_reason"] == "complete" and rep["threshold"] is None
     t0 = res.trajectories[0]
     assert t0.engine == "deepconf" and t0.answer == "42" and t0.example["answer"] == "42"
     assert [s.kind for s in t0.segments] == ["prompt", "model"]
     assert len(t0.segments[1].metadata["token_confidences"]) == len(script[0])
     assert t0.metadata["deepconf"]["confidences"]["lowest"] == pytest.approx(3.5)
-    assert t0.metadata["deepconf_run"]["answer"] == "42"
-    assert res.traces[-1].answer is None and not res.traces[-1].votes
-    assert Trajectory.from_json(t0.to_json()).to_dict() == t0.to_dict()
+    assert fates(res)[-1]["answer"] is None and not fates(res)[-1]["votes"]
+    assert Rollout.from_json(res.to_json()).to_dict() == res.to_dict()
+
+
+async def test_rollout_trajectories_are_the_traces_with_ids_logprobs_and_finish_reasons():
+    # offline: a completed trace, one cut at max_tokens; online: a trace stopped below the threshold
+    llm = FakeLLM([good("42", 8), "#" * 60], logprob_fn=lp)
+    res = await engine(llm, mode="offline", budget=2, max_tokens=40).run({"id": "ex1", "question": "6*7?"})
+    assert res.example_id == "ex1" and res.engine == "deepconf" and res.chosen is None and res.answer == "42"
+    assert len(res.trajectories) == 2 == report(res)["traces_total"]
+    assert [t.finish_reason for t in res.trajectories] == ["answer", "length"]
+    for t, text in zip(res.trajectories, [good("42", 8), "#" * 40]):
+        p, m = t.segments
+        assert p.kind == "prompt" and p.token_ids == llm.tokenizer.encode(p.text) and "6*7?" in p.text
+        assert llm.prompts[0] == llm.tokenizer.decode(p.token_ids)  # the ids are what the model was sent
+        assert m.kind == "model" and m.text == text and m.token_ids == list(text.encode())
+        assert [x.logprob for x in m.logprobs] == [lp(i, c) for i, c in enumerate(m.token_ids)]
+        assert t.token_exact and t.group_id == "ex1" and t.trl_rollout()["completion_ids"] == m.token_ids
+        assert set(t.metadata["deepconf"]["confidences"]) == {"mean", "bottom10", "lowest", "tail"}
+        assert t.metadata["deepconf"]["phase"] == "offline" and "votes" in t.metadata["deepconf"]
+        assert t.usage.completion_tokens == len(text) and t.usage.prompt_tokens == len(p.token_ids)
+    assert [f["votes"] for f in fates(res)] == [True, False]
+    assert res.usage.completion_tokens == len(good("42", 8)) + 40 and res.usage.llm_calls == 2
+    assert set(report(res)) >= {"mode", "variant", "votes", "weights", "threshold", "consensus", "stop_reason",
+                                "tokens_generated", "tokens_saved_est", "traces_voting", "wall_s"}
+    assert "traces" not in report(res)
+    online = await engine(FakeLLM([good("42"), good("42"), bad("9", 50)], logprob_fn=lp), budget=3, warmup=2,
+                          tau=None).run(Q)
+    assert [t.finish_reason for t in online.trajectories] == ["answer", "answer", "abort"]
+    assert fates(online)[2]["stopped_early"] and fates(online)[2]["phase"] == "final"
+    assert online.trajectories[2].segments[1].token_ids == list(b"~" * 8)  # the tokens it really sampled
 
 
 async def test_online_cancels_low_confidence_traces_at_the_backend():
     # warm-up: two confident traces (42, 43: no consensus) and two unconfident ones -> s = 3.5
     script = [good("42"), good("43"), bad("7"), bad("7")] + [bad("9", 5000)] * 4
     llm = FakeLLM(script, logprob_fn=lp)
-    res = await engine(llm, budget=8, warmup=4).run("q")
-    assert res.threshold == pytest.approx(3.5)
-    assert res.stop_reason == "budget" and res.traces_total == 8
-    assert res.traces_stopped_early == 4
-    finals = [t for t in res.traces if t.phase == "final"]
+    res = await engine(llm, budget=8, warmup=4).run(Q)
+    rep = report(res)
+    assert rep["threshold"] == pytest.approx(3.5)
+    assert rep["stop_reason"] == "budget" and rep["traces_total"] == 8
+    assert rep["traces_stopped_early"] == 4
+    finals = [t for t in res.trajectories if t.metadata["deepconf"]["phase"] == "final"]
     # each stopped as soon as the first full window (8 tokens of confidence 1.5) fell below 3.5
-    assert [t.tokens for t in finals] == [8] * 4
-    assert all(t.finish_reason == "abort" and t.answer is None and not t.votes for t in finals)
+    assert [t.metadata["deepconf"]["tokens"] for t in finals] == [8] * 4
+    assert all(t.finish_reason == "abort" and t.answer is None and not t.metadata["deepconf"]["votes"]
+               for t in finals)
     # the backend really stopped: it produced exactly the tokens the engine consumed
-    assert llm.tokens_generated == res.tokens_generated == sum(len(s) for s in script[:4]) + 4 * 8
-    assert res.tokens_saved_est > 0
-    assert res.answer == "42" and res.consensus == pytest.approx(0.5)
-    assert finals[0].trajectory.finish_reason == "abort"
-    assert finals[0].trajectory.metadata["deepconf"]["stopped_early"] is True
+    assert llm.tokens_generated == rep["tokens_generated"] == sum(len(s) for s in script[:4]) + 4 * 8
+    assert rep["tokens_saved_est"] > 0
+    assert res.answer == "42" and rep["consensus"] == pytest.approx(0.5)
+    assert finals[0].metadata["deepconf"]["stopped_early"] is True
 
 
 async def test_online_consensus_stop_leaves_budget_unused():
     script = [good("42"), good("43"), bad("7"), bad("7"), good("42"), good("42")] + [good("1")] * 4
     llm = FakeLLM(script, logprob_fn=lp)
-    res = await engine(llm, budget=10, warmup=4, tau=0.75).run("q")
+    res = await engine(llm, budget=10, warmup=4, tau=0.75).run(Q)
+    rep = report(res)
     # after the 2nd final trace: 42 has 3 equal votes of 3 + 1 for 43 -> share 0.75 >= tau
-    assert res.stop_reason == "consensus" and res.traces_total == 6
-    assert res.answer == "42" and res.consensus == pytest.approx(0.75)
+    assert rep["stop_reason"] == "consensus" and rep["traces_total"] == 6 == len(res.trajectories)
+    assert res.answer == "42" and rep["consensus"] == pytest.approx(0.75)
     assert llm.remaining == 4  # never requested
-    assert res.traces_voting == 4
+    assert rep["traces_voting"] == 4 == sum(f["votes"] for f in fates(res))
 
 
 async def test_online_consensus_right_after_warmup():
     llm = FakeLLM([good("5")] * 4 + [good("6")] * 4, logprob_fn=lp)
-    res = await engine(llm, budget=8, warmup=4).run("q")
-    assert res.stop_reason == "consensus" and res.traces_total == 4 and res.answer == "5"
+    res = await engine(llm, budget=8, warmup=4).run(Q)
+    assert (report(res)["stop_reason"], report(res)["traces_total"], res.answer) == ("consensus", 4, "5")
     # tau=None: no consensus stop (as in the official code): all B traces run; 4 votes each, a tie
     llm = FakeLLM([good("5")] * 4 + [good("6")] * 4, logprob_fn=lp)
-    res = await engine(llm, budget=8, warmup=4, tau=None).run("q")
-    assert res.stop_reason == "budget" and res.traces_total == 8 and res.answer == "5"  # tie: first seen
+    res = await engine(llm, budget=8, warmup=4, tau=None).run(Q)
+    assert (report(res)["stop_reason"], report(res)["traces_total"], res.answer) == ("budget", 8, "5")  # first seen
 
 
 async def test_online_concurrent_traces_are_cancelled_at_consensus():
     long_ok = "#" * 3000 + "\\boxed{42}"
     script = [good("42"), good("42"), good("43"), bad("7")] + [long_ok, good("42"), long_ok]
     llm = FakeLLM(script, logprob_fn=lp, token_delay_s=0.0005)
-    res = await engine(llm, budget=7, warmup=4, tau=0.75, concurrency=3).run("q")
-    assert res.stop_reason == "consensus"
-    assert res.traces_cancelled == 2
-    cancelled = [t for t in res.traces if t.cancelled]
-    assert all(0 < t.tokens < len(long_ok) for t in cancelled)
-    assert llm.tokens_generated == res.tokens_generated
+    res = await engine(llm, budget=7, warmup=4, tau=0.75, concurrency=3).run(Q)
+    assert report(res)["stop_reason"] == "consensus"
+    assert report(res)["traces_cancelled"] == 2
+    cancelled = [t for t in res.trajectories if t.metadata["deepconf"]["cancelled"]]
+    assert all(0 < t.metadata["deepconf"]["tokens"] < len(long_ok) and t.finish_reason == "abort"
+               for t in cancelled)
+    assert llm.tokens_generated == report(res)["tokens_generated"]
 
 
 async def test_engine_config_errors():
@@ -254,7 +299,7 @@ async def test_engine_config_errors():
         DeepConf(llm, variant="medium")
     with pytest.raises(ConfigError, match="warmup=16 exceeds budget=8"):
         DeepConf(llm, budget=8)
-    with pytest.raises(ConfigError, match="unknown option"):
+    with pytest.raises(ConfigError, match="unknown setting 'windw'"):
         DeepConf(llm, windw=3)
     with pytest.raises(ConfigError, match="no 'question'"):
         await DeepConf(llm, mode="offline", budget=1).run({"text": "?"})
@@ -268,7 +313,7 @@ class NoTopLLM(FakeLLM):
 
 async def test_backend_without_top_logprobs_is_a_clear_error():
     with pytest.raises(ConfigError, match="without top-k logprobs"):
-        await engine(NoTopLLM(["abc"]), mode="offline", budget=1).run("q")
+        await engine(NoTopLLM(["abc"]), mode="offline", budget=1).run(Q)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -277,33 +322,34 @@ async def test_backend_without_top_logprobs_is_a_clear_error():
 
 async def test_replay_matches_the_live_engine_on_the_same_order():
     script = [good("42"), good("43"), bad("7"), bad("7"), bad("9", 300), good("42"), good("42"), good("1")]
-    live = await engine(FakeLLM(script, logprob_fn=lp), budget=8, warmup=4, tau=0.75).run("q")
-    offline = await engine(FakeLLM(script, logprob_fn=lp), mode="offline", budget=8).run("q")
+    live = await engine(FakeLLM(script, logprob_fn=lp), budget=8, warmup=4, tau=0.75).run(Q)
+    offline = await engine(FakeLLM(script, logprob_fn=lp), mode="offline", budget=8).run(Q)
     pool = [ReplayTrace.from_trajectory(t) for t in offline.trajectories]
 
     class Identity:  # replay in recorded order
         def permutation(self, n):
             return np.arange(n)
 
+    lv = report(live)
     out = replay_online(pool, budget=8, warmup=4, tau=0.75, window=8, rng=Identity())
     assert (out.answer, out.tokens, out.traces, out.stopped, out.stop_reason) == (
-        "42", live.tokens_generated, live.traces_total, live.traces_stopped_early, live.stop_reason)
-    assert out.threshold == pytest.approx(live.threshold)
+        "42", lv["tokens_generated"], lv["traces_total"], lv["traces_stopped_early"], lv["stop_reason"])
+    assert out.threshold == pytest.approx(lv["threshold"])
     no_tau = replay_online(pool, budget=8, warmup=4, tau=None, window=8, rng=Identity())
     assert (no_tau.traces, no_tau.stop_reason, no_tau.stopped) == (8, "budget", 1)
     votes, tokens = replay_offline(pool, budget=8, window=8, tail=2048, rng=Identity())
-    assert tokens == offline.tokens_generated
-    assert votes == offline.votes
+    assert tokens == report(offline)["tokens_generated"]
+    assert votes == report(offline)["votes"]
     with pytest.raises(ConfigError, match="budget=9"):
         replay_online(pool, budget=9, warmup=4, rng=np.random.default_rng(0))
     with pytest.raises(ConfigError, match="stopped early"):
-        ReplayTrace.from_trajectory(live.traces[4].trajectory)
+        ReplayTrace.from_trajectory(live.trajectories[4])
 
 
 async def test_backend_failure_surfaces_and_stops_the_other_traces():
     llm = FakeLLM([good("1"), "#" * 2000], logprob_fn=lp, token_delay_s=0.0005)
     with pytest.raises(BackendError, match="ran out of scripted responses"):
-        await engine(llm, mode="offline", budget=3, concurrency=3).run("q")
+        await engine(llm, mode="offline", budget=3, concurrency=3).run(Q)
     produced = llm.tokens_generated
     assert produced < len(good("1")) + 2000  # the long trace was stopped, not left running
     await asyncio.sleep(0.05)
@@ -326,9 +372,9 @@ async def test_online_on_the_embedded_model_stops_where_the_replay_says():
 
     try:
         await prime(off_engine)
-        full = await off_engine.run(q)
+        full = await off_engine.run({"question": q})
         await prime(on_engine)
-        online = await on_engine.run(q)
+        online = await on_engine.run({"question": q})
     finally:
         await llm.aclose()
     pool = [ReplayTrace.from_trajectory(t) for t in full.trajectories]
@@ -338,10 +384,12 @@ async def test_online_on_the_embedded_model_stops_where_the_replay_says():
             return np.arange(n)
 
     out = replay_online(pool, budget=6, warmup=3, tau=None, window=8, rng=Recorded())
-    assert online.traces_total == 6
-    assert (out.tokens, out.stopped) == (online.tokens_generated, online.traces_stopped_early)
-    assert online.tokens_generated <= full.tokens_generated
-    for t in online.traces:
-        assert t.tokens == len(t.trajectory.segments[1].token_ids)
-        if t.stopped_early:
-            assert t.tokens >= 8 and t.trajectory.finish_reason == "abort"
+    on = report(online)
+    assert on["traces_total"] == 6
+    assert (out.tokens, out.stopped) == (on["tokens_generated"], on["traces_stopped_early"])
+    assert on["tokens_generated"] <= report(full)["tokens_generated"]
+    for t in online.trajectories:
+        assert t.token_exact and t.segments[0].token_ids  # the prompt ids the model conditioned on
+        assert t.metadata["deepconf"]["tokens"] == len(t.segments[1].token_ids)
+        if t.metadata["deepconf"]["stopped_early"]:
+            assert t.metadata["deepconf"]["tokens"] >= 8 and t.finish_reason == "abort"

@@ -27,7 +27,7 @@ def retriever():
 
 async def test_search_r1_formats_docs_and_reads_answer_tag(retriever):
     llm = FakeLLM(["<think>need novel</think><search>Blade Runner novel</search>", "<answer>Philip K. Dick</answer>"])
-    traj = await SearchO1(llm, retriever, dialect="search_r1", top_k=1).run({"question": "Who?"})
+    traj = (await SearchO1(llm, retriever, dialect="search_r1", top_k=1).run({"question": "Who?"})).trajectory
     obs = traj.segments[2].text
     assert obs.startswith("\n\n<information>Doc 1(Title: Blade Runner) Blade Runner is based")
     assert obs.endswith("</information>\n\n")
@@ -36,14 +36,14 @@ async def test_search_r1_formats_docs_and_reads_answer_tag(retriever):
 
 async def test_r1_searcher_tags(retriever):
     llm = FakeLLM(["<|begin_of_query|>Philip K. Dick<|end_of_query|>", "<answer>American</answer>"])
-    traj = await SearchO1(llm, retriever, dialect="r1_searcher", top_k=1).run({"question": "q"})
+    traj = (await SearchO1(llm, retriever, dialect="r1_searcher", top_k=1).run({"question": "q"})).trajectory
     assert "<|begin_of_documents|>" in traj.segments[2].text and traj.answer == "American"
 
 
 async def test_asearcher_search_then_access_whole_document(retriever):
     llm = FakeLLM(["<search>Blade Runner</search>", "<access>d2</access>", "<access>nope</access>",
                    "<answer>writer</answer>"])
-    traj = await SearchO1(llm, retriever, dialect="asearcher", top_k=1).run({"question": "q"})
+    traj = (await SearchO1(llm, retriever, dialect="asearcher", top_k=1).run({"question": "q"})).trajectory
     assert [s.action for s in traj.steps] == ["search", "access", "access"]
     assert "American science fiction writer" in traj.segments[4].text
     assert traj.steps[2].error == "No document with id 'nope'." and traj.usage.tool_errors == 1
@@ -84,7 +84,7 @@ def sandbox():
 async def test_tir_runs_code_inserts_output_and_compresses_errors(sandbox):
     llm = FakeLLM(["Compute.\n```python\nprint(2**10)\n```\n", "Now an error.\n```python\nprint(a)\n```\n",
                    "So \\boxed{1024}"])
-    traj = await TIR(llm, sandbox).run({"question": "2^10?"})
+    traj = (await TIR(llm, sandbox).run({"question": "2^10?"})).trajectory
     assert traj.segments[2].text == "```output\n1024\n```\n"
     assert traj.segments[4].text == "```output\nNameError: name 'a' is not defined\n```\n"
     assert traj.steps[1].error == "NameError: name 'a' is not defined"
@@ -94,14 +94,14 @@ async def test_tir_runs_code_inserts_output_and_compresses_errors(sandbox):
 async def test_tir_tool_call_cap_inserts_budget_message(sandbox):
     block = "```python\nprint(1)\n```\n"
     llm = FakeLLM([block, block, "\\boxed{1}"])
-    traj = await TIR(llm, sandbox, max_tool_calls=1).run({"question": "q"})
+    traj = (await TIR(llm, sandbox, max_tool_calls=1).run({"question": "q"})).trajectory
     assert [s.metadata["status"] for s in traj.steps] == ["executed", "limit"]
     assert "budget is exhausted" in traj.segments[4].text and traj.usage.tool_calls == 1
 
 
 async def test_artist_template(sandbox):
     llm = FakeLLM(["<think>use python</think><python>print(6*7)</python>", "<answer>42</answer>"])
-    traj = await TIR(llm, sandbox, dialect="artist").run({"question": "6*7"})
+    traj = (await TIR(llm, sandbox, dialect="artist").run({"question": "6*7"})).trajectory
     assert traj.segments[2].text == "\n<output>\n42\n</output>\n" and traj.answer == "42"
 
 

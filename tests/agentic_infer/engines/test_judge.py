@@ -1,17 +1,15 @@
-"""Judges over FakeLLM scripts: well-formed and malformed verdicts, self-consistency, retries, the
-SQLite cache hit path, batching, the rule-based MetricJudge; the yes/no judge also on the embedded model."""
+"""LLM judges over FakeLLM scripts: well-formed and malformed verdicts, self-consistency, retries, the
+SQLite cache hit path, batching; the yes/no judge also on the embedded model.
+MetricJudge is tested in tests/agentic_infer/verify."""
 
 import pytest
 
 from agentic_infer.engines.judge import (
     INVALID,
     EquivalenceJudge,
-    Judge,
     JudgeCache,
-    MetricJudge,
     RubricJudge,
     SimpleQAGrader,
-    Verdict,
     YesNoEquivalenceJudge,
     parse_equivalence,
     parse_rubric_score,
@@ -19,6 +17,7 @@ from agentic_infer.engines.judge import (
 )
 from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.testing import FakeLLM
+from agentic_infer.verify import Judge, Verdict
 
 # --------------------------------------------------------------------------------------------------
 # parsers
@@ -188,15 +187,6 @@ async def test_judge_argument_errors():
         await EquivalenceJudge(FakeLLM(["x"])).score("q", "a")
     with pytest.raises(ConfigError, match="samples=0"):
         EquivalenceJudge(FakeLLM(["x"]), samples=0)
-    with pytest.raises(ConfigError, match="metric='bleu'"):
-        MetricJudge("bleu")
-
-
-async def test_metric_judge():
-    assert (await MetricJudge("math_equal").score("q", "\\frac{1}{2}", "0.5")).label == "CORRECT"
-    v = await MetricJudge("f1", threshold=0.5).score("q", "Barack Obama", ["Obama"])
-    assert v.label == "CORRECT" and v.score == pytest.approx(2 / 3)
-    assert (await MetricJudge().score("q", None, "x")).label == "INCORRECT"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def engine(llm, retriever, rid_llm=None, **kw):
 async def test_search_rid_insertion_and_answer(retriever):
     llm = FakeLLM([f"I should look it up. {Q}Eiffel Tower city{EQ}", "So it is Paris. \\boxed{Paris}"])
     rid = FakeLLM(["The documents say... **Final Information** The Eiffel Tower is in Paris."])
-    traj = await engine(llm, retriever, rid).run({"question": "Where is the Eiffel Tower?"})
+    traj = (await engine(llm, retriever, rid).run({"question": "Where is the Eiffel Tower?"})).trajectory
     assert traj.answer == "Paris" and traj.finish_reason == "answer"
     kinds = [s.kind for s in traj.segments]
     assert kinds == ["prompt", "model", "observation", "model"]
@@ -54,7 +54,7 @@ async def test_search_rid_insertion_and_answer(retriever):
 
 async def test_observation_tokens_are_never_trainable(retriever):
     llm = FakeLLM([f"{Q}Paris{EQ}", "\\boxed{France}"])
-    traj = await engine(llm, retriever, FakeLLM(["**Final Information** Paris is in France."])).run({"question": "q"})
+    traj = (await engine(llm, retriever, FakeLLM(["**Final Information** Paris is in France."])).run({"question": "q"})).trajectory
     mask = traj.loss_mask()
     ids = traj.token_ids()
     assert len(mask) == len(ids)
@@ -70,7 +70,7 @@ async def test_observation_tokens_are_never_trainable(retriever):
 async def test_limit_message_after_max_searches(retriever):
     llm = FakeLLM([f"{Q}Paris{EQ}", f"{Q}Berlin{EQ}", "\\boxed{x}"])
     rid = FakeLLM(["**Final Information** fact"])
-    traj = await engine(llm, retriever, rid, max_searches=1).run({"question": "q"})
+    traj = (await engine(llm, retriever, rid, max_searches=1).run({"question": "q"})).trajectory
     assert [s.metadata["status"] for s in traj.steps] == ["executed", "limit"]
     assert traj.segments[4].text == f"\n{R}\nThe maximum search limit is exceeded. You are not allowed to search.\n{ER}\n"
     assert traj.usage.tool_calls == 1 and traj.answer == "x"
@@ -79,7 +79,7 @@ async def test_limit_message_after_max_searches(retriever):
 async def test_repeated_query_message_and_no_rid_for_it(retriever):
     llm = FakeLLM([f"{Q}Paris{EQ}", f"again {Q} Paris {EQ}", "\\boxed{France}"])
     rid = FakeLLM(["**Final Information** fact"])
-    traj = await engine(llm, retriever, rid).run({"question": "q"})
+    traj = (await engine(llm, retriever, rid).run({"question": "q"})).trajectory
     assert [s.metadata["status"] for s in traj.steps] == ["executed", "repeat"]
     assert "You have searched this query. Please refer to previous results." in traj.segments[4].text
     assert len(rid.prompts) == 1
@@ -87,14 +87,14 @@ async def test_repeated_query_message_and_no_rid_for_it(retriever):
 
 async def test_abandoned_begin_tag_uses_the_last_query(retriever):
     llm = FakeLLM([f"{Q}draft query {Q}Berlin capital{EQ}", "\\boxed{Berlin}"])
-    traj = await engine(llm, retriever, FakeLLM(["**Final Information** Berlin."])).run({"question": "q"})
+    traj = (await engine(llm, retriever, FakeLLM(["**Final Information** Berlin."])).run({"question": "q"})).trajectory
     assert traj.steps[0].arguments["query"] == "Berlin capital"
 
 
 @pytest.mark.parametrize("text", [f"I think {Q}unclosed query", f"{Q}{EQ}", f"{Q}   {EQ}", "just garbage \x00 ]]"])
 async def test_unclosed_empty_or_garbage_finishes(retriever, text):
     llm = FakeLLM([text])
-    traj = await engine(llm, retriever, FakeLLM([])).run({"question": "q"})
+    traj = (await engine(llm, retriever, FakeLLM([])).run({"question": "q"})).trajectory
     assert traj.finish_reason == "answer" and not traj.steps and traj.answer is None
     assert traj.usage.tool_calls == 0
 
@@ -102,18 +102,18 @@ async def test_unclosed_empty_or_garbage_finishes(retriever, text):
 async def test_turn_cap_finishes_unfinished_and_scores_anyway(retriever):
     llm = FakeLLM(lambda p: f"maybe \\boxed{{guess}} {Q}query {p.count(R)}{EQ}")
     rid = FakeLLM(lambda p: "**Final Information** nothing new")
-    traj = await engine(llm, retriever, rid, max_turns=3, max_searches=10).run({"question": "q"})
+    traj = (await engine(llm, retriever, rid, max_turns=3, max_searches=10).run({"question": "q"})).trajectory
     assert traj.finish_reason == "max_turns" and traj.metadata["unfinished"]
     assert traj.answer == "guess" and traj.usage.llm_calls == 3 + 3
 
 
 async def test_token_budget_and_backend_error_are_finish_reasons(retriever):
     llm = FakeLLM(lambda p: "x" * 50 + f"{Q}q{p.count(R)}{EQ}")
-    traj = await engine(llm, retriever, FakeLLM(lambda p: "**Final Information** y"),
-                        max_total_tokens=100).run({"question": "q"})
+    traj = (await engine(llm, retriever, FakeLLM(lambda p: "**Final Information** y"),
+                        max_total_tokens=100).run({"question": "q"})).trajectory
     assert traj.finish_reason == "max_tokens"
     assert sum(len(s.token_ids) for s in traj.segments if s.kind == "model") == 100
-    traj = await engine(FakeLLM([]), retriever, FakeLLM([])).run({"question": "q"})
+    traj = (await engine(FakeLLM([]), retriever, FakeLLM([])).run({"question": "q"})).trajectory
     assert traj.finish_reason == "error" and "ran out" in traj.metadata["error"]
 
 
@@ -123,7 +123,7 @@ async def test_failing_retriever_is_an_observation(retriever):
             raise RuntimeError("index offline")
 
     llm = FakeLLM([f"{Q}x{EQ}", "\\boxed{y}"])
-    traj = await SearchO1(llm, Broken(), rid=False).run({"question": "q"})
+    traj = (await SearchO1(llm, Broken(), rid=False).run({"question": "q"})).trajectory
     assert traj.usage.tool_errors == 1 and "index offline" in traj.segments[2].text
     assert traj.answer == "y"
 

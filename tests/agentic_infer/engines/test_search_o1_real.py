@@ -20,7 +20,7 @@ async def test_real_model_searches_a_real_index(embedded_llm, hotpot_index):
                       assistant_prefix="<|begin_search_query|>Arthur's Magazine", rid_prefill=True,
                       sampling=DEFAULT_SAMPLING.replace(max_tokens=48, seed=0),
                       rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=48, seed=0))
-    traj = await engine.run({"question": "Which magazine was started first, Arthur's Magazine or First for Women?"})
+    traj = (await engine.run({"question": "Which magazine was started first, Arthur's Magazine or First for Women?"})).trajectory
     [step, *_] = traj.steps
     assert step.action == "search" and step.metadata["status"] == "executed"
     assert len(step.metadata["doc_ids"]) == 3 and step.observation

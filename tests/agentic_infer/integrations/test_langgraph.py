@@ -70,7 +70,7 @@ def signature(traj):
 
 async def reference():
     llm, rid = backends()
-    return await SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, top_k=2).run(EXAMPLE)
+    return (await SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, top_k=2).run(EXAMPLE)).trajectory
 
 
 async def test_graph_matches_the_engine():

@@ -14,12 +14,14 @@ aio = pytest.importorskip("langgraph.checkpoint.sqlite.aio",
                           reason="needs langgraph-checkpoint-sqlite and aiosqlite (the graph extra)")
 from langgraph.checkpoint.memory import MemorySaver  # noqa: E402
 
-from agentic_infer.engines.tree import Game24LATSEnv, Game24RAPTask, check_expression, run_rap  # noqa: E402
+from agentic_infer.engines.tree import RAP, Game24LATSEnv, Game24RAPTask, call_trajectories  # noqa: E402
 from agentic_infer.integrations.langgraph_tree import ITERATE_NODE, lats_graph, rap_graph  # noqa: E402
 from agentic_infer.testing import FakeLLM  # noqa: E402
+from agentic_infer.types import Rollout  # noqa: E402
+from agentic_infer.verify import check_24  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engines" / "tree"))
-from tree_fakes import Game24Policy, Game24RAPPolicy, all_steps  # noqa: E402
+from tree_fakes import Game24Policy, Game24RAPPolicy, all_steps, searched  # noqa: E402
 
 
 async def test_lats_graph_runs_and_keeps_the_tree_in_state():
@@ -30,7 +32,9 @@ async def test_lats_graph_runs_and_keeps_the_tree_in_state():
     iters = [u for u in updates if ITERATE_NODE in u]
     final = (await graph.aget_state(cfg)).values
     json.dumps(final)  # all state is JSON
-    assert final["result"]["correct"] is True and check_expression(final["result"]["answer"], "1 1 4 6")
+    rollout = Rollout.from_dict(final["rollout"])
+    assert rollout.rewards["correct"] == 1.0 and check_24(rollout.answer, "1 1 4 6")
+    assert rollout.engine == "lats" and rollout.metadata["tree"]["stop_reason"]
     visits = final["tree"]["nodes"][0]["visits"]
     assert visits == final["tree"]["budget"]["spent"]["iterations"]
     assert len(iters) in (visits, visits + 1)  # the last step may only find the budget spent
@@ -54,7 +58,12 @@ async def test_lats_graph_resumes_from_checkpoint():
     assert [(n["id"], n["action"]) for n in t["nodes"][:n_mid]] == [(n["id"], n["action"]) for n in mid["tree"]["nodes"]]
     assert t["budget"]["spent"]["llm_calls"] >= calls_mid  # spend carried over, not reset
     assert t["nodes"][0]["visits"] == t["budget"]["spent"]["iterations"] <= 8
-    assert final["result"]["feedback"] == "judge"
+    rollout = Rollout.from_dict(final["rollout"])
+    assert rollout.metadata["tree"]["feedback"] == "judge"
+    # the calls made before the interrupt were kept in graph state: every node's call ids resolve
+    calls = call_trajectories(rollout)
+    assert all(c in calls for n in t["nodes"] for c in n["calls"])
+    assert sum(len(n["calls"]) for n in t["nodes"]) == len(calls) == len(final["calls"])
 
 
 # -- RAP ------------------------------------------------------------------------------------------
@@ -101,14 +110,25 @@ def spent(tree: dict) -> tuple:
 RAP_OPTS = {"iterations": 6, "n_actions": N_ACTIONS}
 
 
-async def test_rap_graph_equals_run_rap():
-    res = await run_rap(rap_llm(), Game24RAPTask("1 1 4 6"), **RAP_OPTS)
+def rollout_of(final: dict) -> Rollout:
+    return Rollout.from_dict(final["rollout"])
+
+
+async def test_rap_graph_equals_the_engine():
+    res, tree = await searched(RAP(rap_llm(), lambda _example: Game24RAPTask("1 1 4 6"), **RAP_OPTS),
+                               {"question": "1 1 4 6"})
     graph = rap_graph(rap_llm(), Game24RAPTask("1 1 4 6"), checkpointer=MemorySaver(), **RAP_OPTS)
     final = await graph.ainvoke({"task": "1 1 4 6"}, {"configurable": {"thread_id": "rap"}})
     json.dumps(final)
-    assert final["result"]["answer"] == res.answer and final["result"]["correct"] == res.correct
-    assert final["result"]["aggregation"] == res.extra["aggregation"]
-    assert table(final["tree"]) == table(res.tree.to_dict())
+    got = rollout_of(final)
+    assert got.answer == res.answer and got.rewards == res.rewards
+    assert got.metadata["tree"]["aggregation"] == res.metadata["tree"]["aggregation"]
+    assert table(final["tree"]) == table(tree.to_dict())
+    def sampled(r: Rollout) -> list[tuple[str, str]]:
+        return [(s.metadata.get("purpose", t.metadata.get("purpose")), s.text) for t in r.trajectories
+                for s in t.segments if s.kind == "model"]
+
+    assert sampled(got) == sampled(res)  # the same calls, recorded alike, chosen path first
     assert final["tree"]["config"]["engine"] == "rap"
     assert final["tree"]["nodes"][0]["visits"] == final["tree"]["budget"]["spent"]["iterations"]
 
@@ -136,6 +156,9 @@ async def test_rap_graph_resumes_from_sqlite_with_the_same_result(tmp_path):
     assert [r[:3] for r in table(resumed["tree"])[:n_mid]] == [r[:3] for r in table(mid["tree"])]  # tree kept
     assert table(resumed["tree"]) == table(ref["tree"])
     assert spent(resumed["tree"]) == spent(ref["tree"])  # spend carried over, not reset or double-counted
-    assert resumed["result"]["answer"] == ref["result"]["answer"] and resumed["result"]["feedback"] == "judge"
-    assert resumed["result"]["aggregation"] == ref["result"]["aggregation"]
-    assert resumed["result"]["correct"] is True  # the known solution, checked by the task's own checker
+    got, want = rollout_of(resumed), rollout_of(ref)
+    assert got.answer == want.answer and got.metadata["tree"]["feedback"] == "judge"
+    assert got.metadata["tree"]["aggregation"] == want.metadata["tree"]["aggregation"]
+    assert got.rewards["correct"] == 1.0  # the known solution, checked by the task's own checker
+    # the resumed graph's rollout holds every call, the ones before the interrupt included
+    assert [t.metadata["purpose"] for t in got.trajectories[1:]] == [t.metadata["purpose"] for t in want.trajectories[1:]]

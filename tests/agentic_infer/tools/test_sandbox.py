@@ -267,7 +267,7 @@ async def test_kill_all_signal_only_hits_the_sandbox():
     probe = await sandbox.run("print('probe')")
     iso = probe.metadata["isolation"]
     if not (iso.get("pid") == "pidns" or "signals" in iso or str(iso.get("user", "")).startswith("dropped")):
-        pytest.skip(f"no signal isolation on this host ({iso}); kill(-1) would hit our own processes")
+        pytest.skip(f"host: no signal isolation on this host ({iso}); kill(-1) would hit our own processes")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         result = await run_timed(sandbox, "import os, signal; os.kill(-1, signal.SIGKILL); print('after')", 10)
@@ -299,7 +299,7 @@ async def test_deleting_parent_files_fails(tmp_path):
 
 async def test_uid_drop_with_a_world_readable_interpreter():
     if os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"):
-        pytest.skip("needs root and /usr/bin/python3")
+        pytest.skip("host: needs root and /usr/bin/python3")
     result = await run_timed(PythonSandbox(python="/usr/bin/python3", user=65534),
                              "import os; print(os.getuid(), os.getgid(), os.getgroups())", 10)
     assert result.content == "65534 65534 []\n", result
@@ -310,7 +310,7 @@ async def test_without_uid_drop_landlock_still_blocks_writes():
     result = await run_timed(PythonSandbox(user=None), f"open({str(target)!r}, 'w')", 10)
     try:
         if not result.metadata["isolation"].get("filesystem", "").startswith("landlock"):
-            pytest.skip("no landlock on this kernel")
+            pytest.skip("host: no landlock on this kernel")
         assert result.error.startswith("PermissionError") and not target.exists()
     finally:
         target.unlink(missing_ok=True)
@@ -328,11 +328,11 @@ async def test_strict_mode_runs_when_isolation_is_available():
 def test_works_when_not_root():
     """Run the sandbox from an unprivileged uid (setpriv): still isolated, says no uid drop."""
     if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
-        pytest.skip("needs root (to switch to an unprivileged uid), setpriv and /usr/bin/python3")
+        pytest.skip("host: needs root (to switch to an unprivileged uid), setpriv and /usr/bin/python3")
     check = subprocess.run(["/usr/bin/python3", "-c", "import sys; print(sys.version_info[:2] >= (3, 10))"],
                            capture_output=True, text=True)
     if check.stdout.strip() != "True":
-        pytest.skip("/usr/bin/python3 is older than 3.10")
+        pytest.skip("host: /usr/bin/python3 is older than 3.10")
     outside = f"/tmp/sandbox-nonroot-{uuid.uuid4().hex}"
     home = Path(tempfile.mkdtemp(prefix="sandbox-nonroot-test-"))  # pytest's tmp_path is private to root
     script = home / "nonroot.py"
@@ -358,7 +358,7 @@ def test_works_when_not_root():
     finally:
         shutil.rmtree(home, ignore_errors=True)
     if proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr:
-        pytest.skip(f"the system python cannot import the package: {last_error_line(proc.stderr)}")
+        pytest.skip(f"host: the system python cannot import the package: {last_error_line(proc.stderr)}")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["print"][0] == "1000\n"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agentic_infer.engines.tree import run_lats
+from tree_fakes import searched
+
+from agentic_infer.engines.tree import LATS
 from agentic_infer.engines.tree.lats_envs import MathEnv, ProgramEnv, RetrievalQAEnv
 from agentic_infer.testing import FakeLLM
 from agentic_infer.tools.retrieval.base import Document
@@ -16,6 +18,11 @@ DOCS = [
     Document("3", "Spain", "Spain is a country in southern Europe. Its capital is Madrid."),
     Document("4", "Eiffel Tower", "The Eiffel Tower was completed in 1889 for the World's Fair."),
 ]
+
+
+async def run_lats(policy, env, **options):
+    """LATS on one environment: the Rollout and the search's node table."""
+    return await searched(LATS(FakeLLM(policy), lambda _example: env, **options), {"question": env.task})
 
 
 def qa_policy(prompt: str) -> str:
@@ -34,11 +41,14 @@ def qa_policy(prompt: str) -> str:
 
 async def test_lats_retrieval_qa_react():
     env = RetrievalQAEnv("When was the tower in the capital of France completed?", InMemoryRetriever(DOCS), gold="1889")
-    res = await run_lats(FakeLLM(qa_policy), env, iterations=3, n_children=2)
-    assert res.answer == "1889" and res.correct is True and res.feedback == "judge"
-    assert res.actions == ["search[Eiffel Tower]", "lookup[completed]", "finish[1889]"]
-    obs = res.tree[res.node].state["steps"][1]["observation"]
+    res, tree = await run_lats(qa_policy, env, iterations=3, n_children=2)
+    info = res.metadata["tree"]
+    assert res.answer == "1889" and res.rewards["correct"] == 1.0 and info["feedback"] == "judge"
+    assert info["actions"] == ["search[Eiffel Tower]", "lookup[completed]", "finish[1889]"]
+    obs = tree[info["node"]].state["steps"][1]["observation"]
     assert "1889" in obs
+    path = res.trajectories[0]
+    assert [s.action for s in path.steps] == info["actions"] and "1889" in path.steps[1].observation
 
 
 async def test_retrieval_env_invalid_action_is_an_observation():
@@ -66,12 +76,12 @@ async def test_lats_program_visible_tests_hidden_scoring():
 
     env = ProgramEnv("Write add(a, b) returning the sum.", visible_tests=["assert add(1, 2) == 3"],
                      hidden_tests=["assert add(1, 2) == 3", "assert add(-1, 1) == 0"])
-    res = await run_lats(FakeLLM(policy), env, iterations=2, n_children=3)
-    codes = {n.action: n for n in res.tree.nodes if n.action}
+    res, tree = await run_lats(policy, env, iterations=2, n_children=3)
+    codes = {n.action: n for n in tree.nodes if n.action}
     assert codes[re.search(r"```python\n(.*?)```", OVERFIT, re.S).group(1).strip()].terminal  # passes visible
     # the chosen program passes the visible tests; hidden tests decide `correct`
-    assert res.tree[res.node].state["passed"] == 1
-    assert res.correct is (res.answer.strip().endswith("a + b"))
+    assert tree[res.metadata["tree"]["node"]].state["passed"] == 1
+    assert res.rewards["correct"] == float(res.answer.strip().endswith("a + b"))
     assert await env.gold_reward({"code": "def add(a, b):\n    return 3", "passed": 1, "total": 1,
                                   "attempts": []}) == 0.0
 
@@ -83,5 +93,5 @@ async def test_lats_math_env():
         progress = prompt.split("Progress so far:")[-1]
         return "finish[7]" if "= 7" in progress else "calculate[3 + 4]"
 
-    res = await run_lats(FakeLLM(policy), MathEnv("What is 3 + 4?", gold="7"), iterations=2, n_children=2)
-    assert res.answer == "7" and res.correct is True
+    res, _ = await run_lats(policy, MathEnv("What is 3 + 4?", gold="7"), iterations=2, n_children=2)
+    assert res.answer == "7" and res.rewards["correct"] == 1.0

@@ -2,28 +2,23 @@ from __future__ import annotations
 
 import json
 
-from tree_fakes import Game24Policy
+import pytest
+from tree_fakes import Game24Policy, searched
 
-from agentic_infer.engines.tree import (
-    Budget,
-    Game24LATSEnv,
-    LATSOptions,
-    Tree,
-    check_expression,
-    run_lats,
-    solve,
-)
+from agentic_infer.engines.tree import LATS, Budget, Game24LATSEnv, LATSOptions, Tree, solve
 from agentic_infer.engines.tree.game24 import Game24Env, solve_steps
+from agentic_infer.errors import ConfigError
 from agentic_infer.testing import FakeLLM
+from agentic_infer.verify import check_24
 
 
 def test_solver_and_checker():
-    assert check_expression(solve("1 1 4 6"), "1 1 4 6")
+    assert check_24(solve("1 1 4 6"), "1 1 4 6")
     assert solve("1 1 1 1") is None
-    assert not check_expression("(1+1+4)*4", "1 1 4 6")
-    assert not check_expression("4*6", "1 1 4 6")  # must use every number
-    assert check_expression("(1+1)*(8+4)", "1 1 8 4") is True
-    assert check_expression("8/(3-8/3)", "3 3 8 8")
+    assert not check_24("(1+1+4)*4", "1 1 4 6")
+    assert not check_24("4*6", "1 1 4 6")  # must use every number
+    assert check_24("(1+1)*(8+4)", "1 1 8 4") is True
+    assert check_24("8/(3-8/3)", "3 3 8 8")
     assert len(solve_steps("4 9 10 13")) == 3
 
 
@@ -33,13 +28,20 @@ async def test_env_rejects_numbers_not_on_the_board():
     assert not aux["valid"] and env.is_terminal(s) and await env.gold_reward(s) == 0.0
 
 
+def lats(llm, **options) -> LATS:
+    return LATS(llm, lambda ex: Game24LATSEnv(ex["question"]), **options)
+
+
+PUZZLE = {"question": "1 1 4 6"}
+
+
 async def test_lats_finds_the_known_solution_judge_only(tmp_path):
     llm = FakeLLM(Game24Policy())
-    res = await run_lats(llm, Game24LATSEnv("1 1 4 6"), iterations=12, n_children=3, save_tree=tmp_path / "t.json",
-                         options=LATSOptions(seed=0))
-    assert res.feedback == "judge"
-    assert res.correct is True, res.to_dict()
-    assert check_expression(res.answer, "1 1 4 6")
+    res, tree = await searched(lats(llm, options=None, iterations=12, n_children=3, seed=0), PUZZLE)
+    tree.save(tmp_path / "t.json")
+    assert res.metadata["tree"]["feedback"] == "judge" and res.engine == "lats"
+    assert res.rewards["correct"] == 1.0, res.metadata
+    assert check_24(res.answer, "1 1 4 6")
     d = json.loads((tmp_path / "t.json").read_text())
     assert d["feedback"] == "judge" and d["budget"]["spent"]["llm_calls"] > 0
     assert d["nodes"][0]["visits"] == d["budget"]["spent"]["iterations"]
@@ -57,9 +59,9 @@ async def test_expansion_is_one_generate_call_with_n():
         return await orig(prompt, params)
 
     llm.generate = spy
-    res = await run_lats(llm, Game24LATSEnv("1 1 4 6"), iterations=1, n_children=4)
+    res = await lats(llm, iterations=1, n_children=4).run(PUZZLE)
     assert 4 in calls  # sibling expansion: one call, n=4
-    assert res.budget["calls_by_purpose"]["action"] == sum(1 for n in calls if n == 4)
+    assert res.metadata["tree"]["budget"]["calls_by_purpose"]["action"] == sum(1 for n in calls if n == 4)
 
 
 async def test_reflection_is_reused_in_action_and_value_prompts():
@@ -67,9 +69,11 @@ async def test_reflection_is_reused_in_action_and_value_prompts():
     policy = Game24Policy(reflection=marker)
     llm = FakeLLM(policy)
     # '1 1 1 1' is unsolvable: every terminal fails, so reflections are written
-    res = await run_lats(llm, Game24LATSEnv("1 1 1 1"), iterations=4, n_children=2)
-    assert res.correct in (False, None)
-    assert marker in res.tree.reflections
+    res, tree = await searched(lats(llm, iterations=4, n_children=2), {"question": "1 1 1 1"})
+    assert res.rewards.get("correct") in (0.0, None)
+    assert marker in tree.reflections
+    reflections = [t for t in res.trajectories[1:] if t.metadata["purpose"] == "reflection"]
+    assert reflections and all(t.segments[1].text == marker for t in reflections)
     first = next(i for i, p in enumerate(llm.prompts) if "did not solve the task" in p)
     later = llm.prompts[first + 1:]
     assert any(marker in p and "Write only the next step" in p for p in later)
@@ -78,18 +82,30 @@ async def test_reflection_is_reused_in_action_and_value_prompts():
 
 
 async def test_oracle_flag_and_stop():
-    res = await run_lats(FakeLLM(Game24Policy()), Game24LATSEnv("1 1 4 6"), iterations=30, n_children=3,
-                         feedback="oracle")
-    assert res.feedback == "oracle" and res.tree.to_dict()["feedback"] == "oracle"
-    assert res.correct is True and res.stop_reason == "solved (oracle feedback)"
-    assert res.budget["spent"]["iterations"] < 30
+    res, tree = await searched(lats(FakeLLM(Game24Policy()), iterations=30, n_children=3, feedback="oracle"),
+                               PUZZLE)
+    info = res.metadata["tree"]
+    assert info["feedback"] == "oracle" and tree.to_dict()["feedback"] == "oracle"
+    assert res.rewards["correct"] == 1.0 and info["stop_reason"] == "solved (oracle feedback)"
+    assert info["budget"]["spent"]["iterations"] < 30
 
 
 async def test_llm_call_budget_stops_lats():
-    res = await run_lats(FakeLLM(Game24Policy()), Game24LATSEnv("1 1 1 1"), n_children=2,
-                         budget=Budget(iterations=None, llm_calls=5))
-    assert res.stop_reason == "budget llm_calls exhausted"
-    assert res.budget["spent"]["llm_calls"] == 5
+    res = await lats(FakeLLM(Game24Policy()), n_children=2, budget={"iterations": None, "llm_calls": 5}).run(
+        {"question": "1 1 1 1"})
+    assert res.metadata["tree"]["stop_reason"] == "budget llm_calls exhausted"
+    assert res.metadata["tree"]["budget"]["spent"]["llm_calls"] == 5 == res.usage.llm_calls
+    assert res.trajectories[0].finish_reason == "budget" and not res.trajectories[0].segments
+
+
+def test_options_are_validated_with_clear_errors():
+    with pytest.raises(ConfigError, match="n_children"):
+        lats(FakeLLM(), n_children=0)
+    with pytest.raises(ConfigError, match="unknown setting 'n_actions'"):
+        lats(FakeLLM(), n_actions=3)
+    with pytest.raises(ConfigError, match="lam"):
+        lats(FakeLLM(), options=LATSOptions(), lam=2.0)
+    assert lats(FakeLLM(), budget=Budget(tokens=10)).options.search_budget() == Budget(tokens=10)
 
 
 async def test_value_mixes_lm_score_and_self_consistency():
@@ -101,11 +117,9 @@ async def test_value_mixes_lm_score_and_self_consistency():
             return "Score: 10"
         return next(replies)
 
-    from agentic_infer.engines.tree import Budget
-
-    res = await run_lats(FakeLLM(policy), Game24LATSEnv("1 1 4 6"), n_children=5, depth_limit=1,
-                         budget=Budget(iterations=1), options=LATSOptions(lam=0.5))
-    kids = {n.action: n for n in res.tree.children(res.tree.root)}
+    _, tree = await searched(lats(FakeLLM(policy), options=LATSOptions(lam=0.5), n_children=5, depth_limit=1,
+                                  budget=Budget(iterations=1)), PUZZLE)
+    kids = {n.action: n for n in tree.children(tree.root)}
     assert kids["4 * 6"].details["votes"] == 2
     ev = kids["4 * 6"].details["evaluation"]
     assert ev["lm"] == 1.0 and ev["sc"] == 3 / 5 and kids["4 * 6"].reward == 0.5 * 1.0 + 0.5 * 3 / 5

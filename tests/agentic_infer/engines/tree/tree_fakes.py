@@ -45,8 +45,6 @@ class Game24Policy:
         return steps[(self.k * 7) % len(steps)] + " = ?"
 
 
-
-
 _RAP_LEFT = re.compile(r"Numbers(?: left)?: ([-\d/ ]+)\.")
 
 
@@ -73,3 +71,10 @@ class Game24RAPPolicy:
         steps = all_steps(nums)
         self.k += 1
         return steps[(self.k * 5) % len(steps)]
+
+
+async def searched(engine, example):
+    """The engine's Rollout and its search's full node table (what `--save-tree` writes)."""
+    search = engine.search(example)
+    rollout = await engine.rollout(search, await search.run(), example)
+    return rollout, search.tree

@@ -12,6 +12,7 @@ from agentic_infer.testing import FakeLLM
 from eval.engines import ENGINES
 from eval.runner import RunConfig, run_eval
 from eval.summary import read_results
+from tests.eval.test_fakellm_golden import search_policy as search_o1_script  # search once, read, answer; RiD
 
 HOTPOT = [{"_id": f"q{i}", "question": f"Which band recorded song number {i}?", "answer": "Rush" if i % 2 else "Yes",
            "supporting_facts": [["Rush", 0]],
@@ -26,23 +27,55 @@ def hq(tmp_path) -> Path:
     return p
 
 
-def search_o1_script(prompt: str) -> str:
-    """A deterministic Search-o1 policy: search once, read the result, answer; RiD extracts facts."""
-    if "**Searched Documents:**" in prompt:  # the Reason-in-Documents call
-        return "**Final Information**\nRush recorded it."
-    tail = prompt.rsplit("<|im_start|>assistant", 1)[-1]
-    if "<|end_search_result|>" in tail:
-        return "The documents say Rush. \\boxed{Rush}"
-    number = prompt.rsplit("song number ", 1)[-1].split("?")[0]
-    return f"I should search. <|begin_search_query|>song number {number}<|end_search_query|>"
-
-
 STABLE = ("id", "index", "question", "gold", "prediction", "metrics", "completion_tokens", "tool_calls", "search_calls",
           "llm_calls", "unfinished", "output")
 
 
 def _stable(rows):
     return {r["id"]: {k: r.get(k) for k in STABLE} for r in rows}
+
+
+def _rollouts(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+
+
+def _rollout_ids(out: Path) -> list[str]:
+    return [r["example_id"] for r in _rollouts(out)]
+
+
+async def test_kill_between_rollout_and_row_loses_nothing_and_duplicates_nothing(hq, tmp_path, monkeypatch):
+    """A kill after run_many wrote a rollout and before its row: the rerun writes the row from the rollout."""
+    import eval.runner
+
+    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", max_tokens=256)
+    await run_eval(RunConfig(out=str(tmp_path / "a"), **base), llm=FakeLLM(search_o1_script), progress=False)
+    rows_a = read_results(tmp_path / "a" / "results.jsonl")
+
+    real_row, n = eval.runner.result_row, {"rows": 0}
+
+    def dying_row(*args, **kwargs):
+        n["rows"] += 1
+        if n["rows"] == 4:  # the 4th rollout is on disk; the process dies before its row
+            raise RuntimeError("killed")
+        return real_row(*args, **kwargs)
+
+    out = tmp_path / "b"
+    monkeypatch.setattr(eval.runner, "result_row", dying_row)
+    with pytest.raises(RuntimeError, match="killed"):
+        await run_eval(RunConfig(out=str(out), **base), llm=FakeLLM(search_o1_script), progress=False)
+    assert len(_rollouts(out)) == 4 and len(read_results(out / "results.jsonl")) == 3
+    monkeypatch.setattr(eval.runner, "result_row", real_row)
+    llm = FakeLLM(search_o1_script)
+    s = await run_eval(RunConfig(out=str(out), **base), llm=llm, progress=False)
+    assert s["n"] == 8 and len(llm.prompts) == 4 * 3  # only the 4 unfinished examples ran (2 turns + RiD each)
+    rollouts, rows = _rollouts(out), read_results(out / "results.jsonl")
+    trajectory_ids = [t["id"] for r in rollouts for t in r["trajectories"]]
+    assert len(trajectory_ids) == len(set(trajectory_ids)) == 8  # every trajectory exactly once
+    assert sorted(_rollout_ids(out)) == sorted(r["id"] for r in rows) == [f"q{i}" for i in range(8)]
+    assert sorted(i for r in rows for i in r["trajectory_ids"]) == sorted(trajectory_ids)
+    assert _stable(rows) == _stable(rows_a)
+    assert all(r["rewards"]["em"] == row["metrics"]["em"] for r, row in
+               zip(sorted(rollouts, key=lambda r: r["example_id"]), sorted(rows, key=lambda r: r["id"])))
 
 
 async def test_resumed_run_equals_uninterrupted(hq, tmp_path):
@@ -73,6 +106,7 @@ async def test_resumed_run_equals_uninterrupted(hq, tmp_path):
     assert len(ids) == len(set(ids)) == 8  # no duplicates
     assert _stable(read_results(out_b / "results.jsonl")) == _stable(rows_a)
     assert resumed["metrics"] == full["metrics"]
+    assert sorted(_rollout_ids(out_b)) == sorted(ids)  # one rollout per example, none written twice
     # a third run does nothing
     again = await run_eval(RunConfig(out=str(out_b), **base), llm=FakeLLM([]), progress=False)
     assert again["n"] == 8
@@ -89,8 +123,13 @@ async def test_summary_contents(hq, tmp_path):
     row = read_results(tmp_path / "d" / "results.jsonl")[0]
     assert {"id", "question", "gold", "prediction", "metrics", "completion_tokens", "tool_calls", "wall_s",
             "trajectory_ids"} <= set(row)
-    trajs = (tmp_path / "d" / "trajectories.jsonl").read_text().splitlines()
-    assert json.loads(trajs[0])["id"] in {r["trajectory_ids"][0] for r in read_results(tmp_path / "d" / "results.jsonl")}
+    rollouts = {r["example_id"]: r for r in _rollouts(tmp_path / "d")}
+    for row in read_results(tmp_path / "d" / "results.jsonl"):  # the row's metrics are the rollout's verdicts
+        rollout = rollouts[row["id"]]
+        [traj] = rollout["trajectories"]
+        assert [traj["id"]] == row["trajectory_ids"] and traj["group_id"] == row["id"]
+        assert rollout["rewards"] == traj["rewards"] == row["metrics"] and set(row["metrics"]) >= {"em", "f1"}
+        assert [s["kind"] for s in traj["segments"]] == ["prompt", "model"] and traj["token_exact"]
 
 
 async def test_changed_config_is_refused(hq, tmp_path):
@@ -115,7 +154,7 @@ async def test_backend_errors_are_recorded_and_retried(hq, tmp_path):
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out)), llm=FakeLLM(flaky),
                        progress=False)
     assert s["n"] == 7 and not s["complete"]
-    assert json.loads((out / "errors.jsonl").read_text().splitlines()[0])["id"] == "q3"
+    assert json.loads((out / "rollouts.jsonl.errors.jsonl").read_text().splitlines()[0])["id"] == "q3"
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out)),
                        llm=FakeLLM(reply="\\boxed{Rush}"), progress=False)
     assert s["n"] == 8 and s["complete"]
@@ -132,11 +171,21 @@ async def test_judge_backoff_and_samples(hq, tmp_path):
     assert s["metrics"]["search_o1_em"]["mean"] == 0.0  # no boxed answer at all
     assert s["metrics"]["search_o1_em_backoff"]["mean"] == 0.5  # the direct run's answers fill in
     assert s["metrics"]["judge_acc"]["mean"] == 1.0 and s["published"]["ASearcher judge"]["mean"] == 1.0
+    rollout = _rollouts(tmp_path / "cot")[0]  # backoff judges the direct run's answer: the rollout's, not the trajectory's
+    assert rollout["rewards"]["search_o1_em_backoff"] == 0.0 and rollout["rewards"]["judge_acc"] == 1.0
+    assert "search_o1_em_backoff" not in rollout["trajectories"][0]["rewards"]
     answers = iter(["\\boxed{Rush}", "\\boxed{Yes}", "\\boxed{Yes}"] * 8)
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="cot", out=str(tmp_path / "k"), samples=3),
                        llm=FakeLLM(lambda p: next(answers)), progress=False)
     assert s["metrics"]["pass@3"]["mean"] == 1.0 and s["metrics"]["maj@3"]["mean"] == 0.5
     assert s["metrics"]["pass@1"]["mean"] == pytest.approx((1 / 3 + 2 / 3) / 2)
+    for rollout, row in zip(_rollouts(tmp_path / "k"), read_results(tmp_path / "k" / "results.jsonl")):
+        trajs = rollout["trajectories"]  # one Rollout holds the 3 samples, each with its own verdicts
+        assert [t["answer"] for t in trajs] == row["predictions"] == ["Rush", "Yes", "Yes"]
+        assert [t["rewards"]["em"] for t in trajs] == [float(a in row["gold"]) for a in row["predictions"]]
+        assert rollout["rewards"] == row["metrics"] and rollout["rewards"]["em"] == trajs[0]["rewards"]["em"]
+        assert "pass@3" in rollout["rewards"] and not any("pass@3" in t["rewards"] for t in trajs)
+        assert row["trajectory_ids"] == [t["id"] for t in trajs] and row["llm_calls"] == 3
 
 
 async def test_judge_added_to_a_finished_run_without_regenerating(hq, tmp_path):
@@ -153,6 +202,9 @@ async def test_judge_added_to_a_finished_run_without_regenerating(hq, tmp_path):
     assert [r["metrics"]["judge_acc"] for r in after] == [1.0, 0.0] * 4
     assert all(r["prediction"] == b["prediction"] for r, b in zip(after, before))
     assert s["metrics"]["judge_acc"]["mean"] == 0.5 and json.loads((out / "run.json").read_text())["judge_model"]["verdict"] == "yes-no"
+    for rollout, row in zip(_rollouts(out), after):  # the verdicts are in the rollouts, the rows read them
+        assert rollout["rewards"]["judge_acc"] == rollout["trajectories"][0]["rewards"]["judge_acc"] == row["metrics"]["judge_acc"]
+        assert rollout["metadata"]["judged_by"] == row["judged_by"]
     s = await run_eval(cfg, llm=FakeLLM([]), judge_llm=judge, progress=False)  # all judged by it: no calls
     assert s["metrics"]["judge_acc"]["mean"] == 0.5
     cfg.judge_verdict = "json"  # another judge: every row is judged again
@@ -162,6 +214,38 @@ async def test_judge_added_to_a_finished_run_without_regenerating(hq, tmp_path):
     assert {r["judged_by"] for r in read_results(out / "results.jsonl")} == {"EquivalenceJudge:fake"}
     with pytest.raises(ConfigError, match="--judge-verdict 'xml'"):
         RunConfig(task="hotpotqa", data=str(hq), judge_verdict="xml")
+
+
+async def test_kill_between_the_judged_rollouts_and_rows_costs_no_second_verdict(hq, tmp_path, monkeypatch):
+    import eval.runner
+
+    out = tmp_path / "run"
+    await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out)),
+                   llm=FakeLLM(reply="\\boxed{Rush}"), progress=False)
+    real, writes = eval.runner.write_jsonl, []
+
+    def dying(path, lines):
+        writes.append(path.name)
+        if path.name == "results.jsonl":
+            raise RuntimeError("killed")
+        real(path, lines)
+
+    monkeypatch.setattr(eval.runner, "write_jsonl", dying)
+    cfg = RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=str(out), judge="fake://",
+                    judge_verdict="yes-no")
+    with pytest.raises(RuntimeError, match="killed"):
+        await run_eval(cfg, llm=FakeLLM([]), judge_llm=FakeLLM(["Yes"] * 8), progress=False)
+    assert writes == ["rollouts.jsonl", "results.jsonl"]
+    assert all("judge_acc" in r["rewards"] for r in _rollouts(out))
+    assert not any("judge_acc" in r["metrics"] for r in read_results(out / "results.jsonl"))
+    monkeypatch.setattr(eval.runner, "write_jsonl", real)
+    for cache in out.glob("judge_cache.sqlite*"):  # the verdicts must come from the rollouts, not the judge's cache
+        cache.unlink()
+    judge = FakeLLM([])  # fails if asked
+    s = await run_eval(cfg, llm=FakeLLM([]), judge_llm=judge, progress=False)
+    assert judge.prompts == []
+    assert s["metrics"]["judge_acc"]["mean"] == 1.0 and s["n"] == 8
+    assert len(_rollouts(out)) == 8
 
 
 async def test_engine_and_corpus_errors(hq, tmp_path):
@@ -219,6 +303,17 @@ async def test_simpleqa_uses_its_grader(tmp_path):
     assert s["metrics"]["judge_acc"]["mean"] == 0.0 and s["metrics"]["simpleqa_not_attempted"]["mean"] == 0.5
 
 
+async def test_renamed_columns_through_the_field_mapping(tmp_path):
+    data = tmp_path / "simpleqa_copy.csv"  # a copy in the wild: question / true_answer columns
+    data.write_text("question,true_answer\nWho wrote Hamlet?,William Shakespeare\n")
+    cfg = dict(task="simpleqa", data=str(data), engine="direct", out=str(tmp_path / "r"))
+    with pytest.raises(ConfigError, match="missing field 'answer'"):
+        await run_eval(RunConfig(**cfg), llm=FakeLLM(reply="x"), progress=False)
+    s = await run_eval(RunConfig(**cfg, fields={"answer": "true_answer"}), llm=FakeLLM(reply="\\boxed{William Shakespeare}"),
+                       progress=False)
+    assert s["n"] == 1 and s["metrics"]["em"]["mean"] == 1.0
+
+
 async def test_first_query_option_forces_a_search_for_the_question(hq, tmp_path):
     def policy(prompt: str) -> str:  # a model that never closes a query tag by itself
         if "**Searched Documents:**" in prompt:
@@ -229,8 +324,9 @@ async def test_first_query_option_forces_a_search_for_the_question(hq, tmp_path)
                                  out=str(tmp_path / "f"), max_tokens=256, engine_options={"first_query": "question"}),
                        llm=FakeLLM(policy), progress=False)
     assert s["totals"]["search_calls_per_question"]["mean"] == 1.0 and s["metrics"]["em"]["mean"] == 0.5
-    traj = json.loads((tmp_path / "f" / "trajectories.jsonl").read_text().splitlines()[0])
-    assert traj["segments"][1]["text"].startswith("<|begin_search_query|>Which band recorded song number")
+    [traj] = _rollouts(tmp_path / "f")[0]["trajectories"]
+    assert traj["segments"][1]["text"] == "<|begin_search_query|>Which band recorded song number 0?<|end_search_query|>"
+    assert traj["usage"]["llm_calls"] == 2  # Reason-in-Documents and the answer: no call for the forced query
     with pytest.raises(ConfigError, match="first_query='x'"):
         await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question",
                                  out=str(tmp_path / "g"), engine_options={"first_query": "x"}), llm=FakeLLM(policy),

@@ -1,14 +1,14 @@
 """Replay DeepConf over recorded traces: the paper's way of evaluating online mode without a GPU.
 
 A pool of fully generated traces per question (answer + per-token confidences, e.g. the
-trajectories of an offline `DeepConf` run on a strong model) is shuffled; `replay_online` then plays
+trajectories of an offline `DeepConf` rollout on a strong model) is shuffled; `replay_online` then plays
 Algorithm 2 on that order: the first `warmup` traces set the threshold, each further trace costs
 the tokens up to where it would have been stopped (`stop_position`) or all of them, and sampling
 stops at the tau consensus or the budget. `replay_offline` votes over the first `budget` traces of
 the same order run to completion (the baseline). Averaging over many random orders gives the
 paper's accuracy-versus-tokens curves (`bench/deepconf.py` does that and plots them).
 
-    pool = [ReplayTrace.from_trajectory(t) for t in result.trajectories]
+    pool = [ReplayTrace.from_trajectory(t) for t in rollout.trajectories]
     out = replay_online(pool, budget=32, warmup=16, window=64, rng=np.random.default_rng(0))
 
 Not covered: traces stopped in the recording itself (a pool must hold complete traces).
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_infer.engines.deepconf import (
+from agentic_infer.engines.deepconf.confidence import (
     METRICS,
     answer_weights,
     group_confidences,

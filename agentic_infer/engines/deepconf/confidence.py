@@ -1,8 +1,7 @@
 r"""DeepConf (Deep Think with Confidence): confidence measures and confidence-filtered voting.
 
-Pure functions over per-token confidences (numpy only), shared by the engine
-(`agentic_infer.engines.deepconf_engine.DeepConf`, also importable from here) and the replay
-simulator (`deepconf_replay`):
+Pure functions over per-token confidences (numpy only), shared by the engine (`engine.DeepConf`),
+the replay simulator (`replay`) and RAP-Aggregation's DeepConf weighting:
 
 - `token_confidence(top_logprobs, k=20)`: C_i = -(1/k) * sum of the top-k candidate logprobs at
   one position (larger = the model was more certain).
@@ -25,7 +24,7 @@ DeepConf-high in one entry point and -low in another (we name variants, never ba
 final answer is an unweighted majority (ours is confidence-weighted); it has no tau consensus stop
 (the engine has one).
 
-Not covered here: sampling (see `deepconf_engine`), answer extraction (`eval.metrics.extract_boxed`).
+Not covered here: sampling (see `engine`), answer extraction (the engine's `extract_answer`).
 """
 
 from __future__ import annotations
@@ -230,14 +229,6 @@ class GroupTracker:
         g = self._sum / self.window
         self.lowest = g if self.lowest is None else min(self.lowest, g)
         return g
-
-
-def __getattr__(name: str) -> Any:  # the engine lives in its own module; re-exported lazily
-    if name in ("DeepConf", "DeepConfConfig", "DeepConfResult", "TraceRecord"):
-        from agentic_infer.engines import deepconf_engine
-
-        return getattr(deepconf_engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

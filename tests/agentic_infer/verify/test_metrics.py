@@ -1,4 +1,4 @@
-"""eval.metrics against data-driven cases (tests/eval/metric_cases.json) plus thread/timeout behaviour."""
+"""verify's QA and math metrics against data-driven cases (metric_cases.json) plus thread/timeout behaviour."""
 
 import json
 import threading
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentic_infer.errors import ConfigError
-from eval.metrics import (
+from agentic_infer.verify import (
     MathVerifier,
     cover_exact_match,
     exact_match,

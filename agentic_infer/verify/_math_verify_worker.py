@@ -1,4 +1,4 @@
-"""The math-verify worker process behind `eval.metrics.math_equal` (run as a script; `compare` is also
+"""The math-verify worker process behind `verify.maths.math_equal` (run as a script; `compare` is also
 used in process when `math_equal(..., timeout_s=None)`).
 
 Protocol, one JSON object per line: the worker first writes `{"ready": true}` (or `{"fatal": msg}`
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 
 
@@ -53,4 +54,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # Run as a script, this folder heads sys.path: its module names must not shadow what math-verify imports.
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
     main()

@@ -1,8 +1,8 @@
 r"""The DeepConf engine: sample reasoning traces with top-k logprobs and vote by confidence.
 
     llm = load_llm("llamacpp://default")
-    result = await DeepConf(llm, mode="online", variant="low", budget=32).run("What is 6*7?")
-    result.answer, result.tokens_generated, result.traces_stopped_early, result.trajectories
+    rollout = await DeepConf(llm, mode="online", variant="low", budget=32).run({"question": "What is 6*7?"})
+    rollout.answer, rollout.metadata["deepconf"]["tokens_generated"], rollout.trajectories
 
 - offline: sample `budget` (K) traces to completion, extract each answer (`\boxed{}` by default),
   and report every voting method: `majority`; `weighted_<metric>` for mean / bottom10 / lowest /
@@ -28,9 +28,15 @@ is confidence-weighted (the library's is an unweighted majority), and there is a
 still running when consensus is reached are cancelled and their tokens counted. The estimate of
 tokens saved (`tokens_saved_est`) assumes a stopped or unstarted trace would have run to the
 mean length of the traces that finished; `bench/deepconf.py` measures the real figure.
-Every trace becomes a `Trajectory` (prompt + model segment with token ids, sampled-token logprobs
-and per-token confidences) whose `metadata["deepconf"]` holds its confidences and fate and
-`metadata["deepconf_run"]` the run's answer, threshold and stop reason.
+`run(example)` returns a `Rollout`: `trajectories` are the traces, in order, each a prompt segment
+(the token ids the model conditioned on, from `encode_prompt` of the chat-rendered prompt) and a
+model segment (sampled token ids, logprobs, per-token confidences in `metadata["token_confidences"]`);
+a trace's `finish_reason` is "answer" (completed), "length" (hit `max_tokens`) or "abort" (stopped
+below the threshold, or cancelled at consensus); its `metadata["deepconf"]` holds its index, phase,
+answer and vote key, confidences (mean, bottom10, lowest, tail), fate and whether it voted.
+`Rollout.answer` is the vote (`chosen=None`) and `Rollout.metadata["deepconf"]` the voting report:
+mode, variant, votes and weights per method, threshold, consensus, stop reason, tokens generated
+and saved (estimate), trace counts, wall time.
 
 Not covered: prompt formats beyond one chat turn, non-math answer extraction (pass `extract_answer`).
 """
@@ -39,18 +45,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from agentic_infer.backends.base import LLM, count_prompt_tokens
-from agentic_infer.engines.deepconf import (
+from agentic_infer.backends.base import LLM, count_prompt_tokens, encode_prompt
+from agentic_infer.config import build_config
+from agentic_infer.engines.base import example_id
+from agentic_infer.engines.deepconf.confidence import (
     METRICS,
     GroupTracker,
     answer_weights,
@@ -61,10 +67,18 @@ from agentic_infer.engines.deepconf import (
     variant_keep,
 )
 from agentic_infer.errors import AgenticError, ConfigError
-from agentic_infer.types import MAX_TOP_LOGPROBS, Message, SamplingParams, TokenLogprob, Trajectory, Usage
-from eval.metrics import extract_boxed, normalize_math_answer
-
-log = logging.getLogger(__name__)
+from agentic_infer.types import (
+    MAX_TOP_LOGPROBS,
+    Message,
+    Rollout,
+    SamplingParams,
+    Segment,
+    TokenLogprob,
+    Trajectory,
+    Usage,
+    trajectory_finish,
+)
+from agentic_infer.verify import extract_boxed, normalize_math_answer
 
 DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -126,17 +140,18 @@ class DeepConfConfig:
 
 
 @dataclass
-class TraceRecord:
-    """One sampled trace and its fate."""
+class _Trace:
+    """One sampled trace while a run decides its fate (internal; the result is its Trajectory)."""
 
     index: int
     phase: str  # "offline" | "warmup" | "final"
     trajectory: Trajectory
     tokens: int = 0
     answer: str | None = None  # as extracted
-    key: str | None = None  # the normalised form that votes
+    key: Any = None  # the normalised form that votes
     confidences: dict[str, float] = field(default_factory=dict)
-    finish_reason: str = "stop"  # stop | length | abort
+    finish_reason: str = "stop"  # the backend's: stop | length | abort
+    stop_reason: str | None = None  # the stop string that matched
     stopped_early: bool = False  # cancelled because its group confidence fell below the threshold
     cancelled: bool = False  # cancelled because consensus was reached while it ran
     votes: bool = False
@@ -145,74 +160,36 @@ class TraceRecord:
     def completed(self) -> bool:
         return not (self.stopped_early or self.cancelled)
 
-    def summary(self) -> dict[str, Any]:
-        return {"index": self.index, "phase": self.phase, "tokens": self.tokens, "answer": self.answer,
-                "key": self.key, "confidences": self.confidences, "finish_reason": self.finish_reason,
-                "stopped_early": self.stopped_early, "cancelled": self.cancelled, "votes": self.votes}
+    def close(self) -> Trajectory:
+        """The trace as the final record: finish reason in the one vocabulary, its fate in metadata."""
+        traj = self.trajectory
+        traj.finish(trajectory_finish(self.finish_reason))  # stopped early or cancelled: abort
+        traj.metadata["deepconf"] = {
+            "index": self.index, "phase": self.phase, "tokens": self.tokens, "answer": self.answer, "key": self.key,
+            "confidences": self.confidences, "stopped_early": self.stopped_early, "cancelled": self.cancelled,
+            "votes": self.votes, "stop_reason": self.stop_reason}
+        return traj
 
 
-@dataclass
-class DeepConfResult:
-    """What a run decided and what it cost; `traces[i].trajectory` holds each trace in full."""
-
-    question: str
-    mode: str
-    variant: str
-    answer: str | None
-    votes: dict[str, str | None]
-    weights: dict[str, dict[str, float]]
-    threshold: float | None
-    consensus: float | None
-    stop_reason: str  # "complete" (offline) | "consensus" | "budget"
-    tokens_generated: int
-    tokens_full_est: int
-    traces: list[TraceRecord]
-    wall_s: float
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    @property
-    def tokens_saved_est(self) -> int:
-        return max(0, self.tokens_full_est - self.tokens_generated)
-
-    @property
-    def traces_total(self) -> int:
-        return len(self.traces)
-
-    @property
-    def traces_stopped_early(self) -> int:
-        return sum(t.stopped_early for t in self.traces)
-
-    @property
-    def traces_cancelled(self) -> int:
-        return sum(t.cancelled for t in self.traces)
-
-    @property
-    def traces_voting(self) -> int:
-        return sum(t.votes for t in self.traces)
-
-    @property
-    def trajectories(self) -> list[Trajectory]:
-        return [t.trajectory for t in self.traces]
-
-    def to_dict(self, *, with_trajectories: bool = False) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("run_id", "question", "mode", "variant", "answer", "votes", "weights",
-                                           "threshold", "consensus", "stop_reason", "tokens_generated",
-                                           "tokens_full_est", "tokens_saved_est", "traces_total",
-                                           "traces_stopped_early", "traces_cancelled", "traces_voting", "wall_s")}
-        d["traces"] = [t.summary() for t in self.traces]
-        if with_trajectories:
-            d["trajectories"] = [t.to_dict() for t in self.trajectories]
-        return d
+def _report(cfg: DeepConfConfig, traces: Sequence[_Trace], answer: str | None, votes: dict[str, str | None],
+            weights: dict[str, dict[Any, float]], threshold: float | None, consensus: float | None,
+            stop_reason: str, tokens_full_est: int) -> dict[str, Any]:
+    """The voting report (`Rollout.metadata["deepconf"]`; `wall_s` is added by `run`)."""
+    tokens = sum(t.tokens for t in traces)
+    return {"mode": cfg.mode, "variant": cfg.variant, "answer": answer, "votes": votes,
+            "weights": {k: {str(a): w for a, w in v.items()} for k, v in weights.items()},
+            "threshold": threshold, "consensus": consensus, "stop_reason": stop_reason, "tokens_generated": tokens,
+            "tokens_full_est": tokens_full_est, "tokens_saved_est": max(0, tokens_full_est - tokens),
+            "traces_total": len(traces), "traces_stopped_early": sum(t.stopped_early for t in traces),
+            "traces_cancelled": sum(t.cancelled for t in traces), "traces_voting": sum(t.votes for t in traces)}
 
 
-def _question(example: str | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    if isinstance(example, str):
-        return example, {"question": example}
+def _question(example: Mapping[str, Any]) -> str:
     for k in ("question", "problem", "prompt"):
         if isinstance(example.get(k), str):
-            return example[k], dict(example)
+            return example[k]
     raise ConfigError(f"DeepConf.run: example has no 'question'/'problem' text (keys: {sorted(example)}); "
-                      "pass a string or a dict with 'question'")
+                      "pass a dict with 'question'")
 
 
 class DeepConf:
@@ -223,37 +200,35 @@ class DeepConf:
     def __init__(self, llm: LLM, config: DeepConfConfig | None = None, *,
                  extract_answer: Callable[[str], str | None] = extract_boxed,
                  answer_key: Callable[[str | None], Any] = normalize_math_answer, **options: Any):
-        known = {f.name for f in fields(DeepConfConfig)}
-        bad = sorted(set(options) - known)
-        if bad:
-            raise ConfigError(f"DeepConf: unknown option(s) {bad}; known: {sorted(known)}")
-        base = asdict(config) if config is not None else {}
-        self.config = DeepConfConfig(**{**base, **options})
+        self.config = build_config(DeepConfConfig, base=config, overrides=options, source="keyword arguments")
         self.llm = llm
         self.extract_answer = extract_answer
         self.answer_key = answer_key
 
     # -- prompt ----------------------------------------------------------------------------------
-    def prompt_for(self, question: str) -> tuple[Any, str]:
-        """(what is sent to the backend, its text): the chat-rendered prompt, or messages without a template."""
+    def prompt_for(self, question: str) -> tuple[Any, Segment]:
+        """(what is sent to the backend, the prompt segment): the chat-rendered prompt's token ids
+        (`encode_prompt`), its text when the backend has no tokenizer, or the messages when no chat
+        template is known (the backend sends them itself; the segment then has no ids)."""
         cfg = self.config
         msgs = [Message("system", cfg.system_prompt)] if cfg.system_prompt else []
         msgs.append(Message("user", f"{question}\n{cfg.instruction}".strip()))
+        meta = {"messages": [m.to_dict() for m in msgs]}
         try:
             text = self.llm.render(msgs)
         except AgenticError:  # no chat template known here: the backend sends messages itself
-            return msgs, "\n".join(m.content for m in msgs)
-        return text, text
+            return msgs, Segment("prompt", "\n".join(m.content for m in msgs), metadata=meta)
+        ids = encode_prompt(self.llm, text)
+        return (text if ids is None else ids), Segment("prompt", text, token_ids=ids, metadata=meta)
 
     # -- one trace -------------------------------------------------------------------------------
-    async def _trace(self, rec: TraceRecord, prompt: Any, threshold: float | None) -> TraceRecord:
+    async def _trace(self, rec: _Trace, prompt: Any, threshold: float | None) -> _Trace:
         cfg = self.config
         tracker = GroupTracker(cfg.window) if threshold is not None else None
         text: list[str] = []
         toks: list[TokenLogprob] = []
         confs: list[float] = []
         t0 = time.monotonic()
-        stop_reason = None
         try:
             async with contextlib.aclosing(self.llm.stream(prompt, cfg.sampling_params(rec.index))) as stream:
                 async for d in stream:
@@ -272,16 +247,15 @@ class DeepConf:
                                 rec.stopped_early, rec.finish_reason = True, "abort"
                                 break  # leaving the `async with` closes the stream: generation stops
                     if d.finish_reason is not None:
-                        rec.finish_reason, stop_reason = d.finish_reason, d.stop_reason
+                        rec.finish_reason, rec.stop_reason = d.finish_reason, d.stop_reason
         except asyncio.CancelledError:
             rec.cancelled, rec.finish_reason = True, "abort"
             raise
         finally:
-            self._finish(rec, "".join(text), toks, confs, stop_reason, time.monotonic() - t0)
+            self._finish(rec, "".join(text), toks, confs, time.monotonic() - t0)
         return rec
 
-    def _finish(self, rec: TraceRecord, text: str, toks: list[TokenLogprob], confs: list[float],
-                stop_reason: str | None, wall_s: float) -> None:
+    def _finish(self, rec: _Trace, text: str, toks: list[TokenLogprob], confs: list[float], wall_s: float) -> None:
         cfg = self.config
         rec.tokens = len(confs)
         rec.confidences = trace_confidences(confs, cfg.window, cfg.tail)
@@ -296,20 +270,19 @@ class DeepConf:
         traj = rec.trajectory
         traj.add("model", text, token_ids=ids if ids_ok else None, logprobs=lps or None,
                  token_confidences=[round(c, 6) for c in confs])
+        traj.token_exact = traj.segments[0].token_ids is not None and (ids_ok or not toks)
         traj.answer = rec.answer
-        traj.finish_reason = rec.finish_reason
         traj.usage = Usage(completion_tokens=rec.tokens, llm_calls=1, wall_s=wall_s)
-        traj.metadata["deepconf"] = {**rec.summary(), "stop_reason": stop_reason}
 
-    def _new_record(self, index: int, phase: str, prompt_text: str, example: dict[str, Any]) -> TraceRecord:
+    def _new_trace(self, index: int, phase: str, prompt: Segment, example: dict[str, Any]) -> _Trace:
         traj = Trajectory(engine=self.name, config=self.config.to_dict(), example=example)
-        traj.add("prompt", prompt_text)
-        return TraceRecord(index=index, phase=phase, trajectory=traj)
+        traj.segments.append(Segment.from_dict(prompt.to_dict()))  # each trace owns its copy
+        return _Trace(index=index, phase=phase, trajectory=traj)
 
-    async def _batch(self, records: Sequence[TraceRecord], prompt: Any) -> None:
+    async def _batch(self, records: Sequence[_Trace], prompt: Any) -> None:
         sem = asyncio.Semaphore(self.config.concurrency)
 
-        async def one(rec: TraceRecord) -> None:
+        async def one(rec: _Trace) -> None:
             async with sem:
                 await self._trace(rec, prompt, None)
 
@@ -322,40 +295,30 @@ class DeepConf:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- modes -----------------------------------------------------------------------------------
-    async def run(self, example: str | Mapping[str, Any]) -> DeepConfResult:
-        """Run DeepConf on one question (a string, or a dict with 'question' / 'problem')."""
-        question, ex = _question(example)
-        prompt, prompt_text = self.prompt_for(question)
+    async def run(self, example: Mapping[str, Any]) -> Rollout:
+        """DeepConf on one example (a mapping with a 'question', or 'problem' / 'prompt'): a Rollout whose
+        trajectories are the traces and whose `metadata["deepconf"]` is the voting report."""
+        question, ex = _question(example), dict(example)
+        prompt, segment = self.prompt_for(question)
         t0 = time.monotonic()
-        if self.config.mode == "offline":
-            res = await self._offline(question, prompt, prompt_text, ex)
-        else:
-            res = await self._online(question, prompt, prompt_text, ex)
-        res.wall_s = time.monotonic() - t0
+        run = self._offline if self.config.mode == "offline" else self._online
+        traces, report = await run(prompt, segment, ex)
+        report["wall_s"] = time.monotonic() - t0
         n_prompt = count_prompt_tokens(self.llm, prompt)  # every trace sends the same prompt
-        for t in res.traces:
-            t.trajectory.usage.prompt_tokens = n_prompt
-            t.trajectory.metadata["deepconf_run"] = {
-                "run_id": res.run_id, "mode": res.mode, "variant": res.variant, "answer": res.answer,
-                "threshold": res.threshold, "consensus": res.consensus, "stop_reason": res.stop_reason}
-        return res
+        trajectories = [t.close() for t in traces]
+        for traj in trajectories:
+            traj.usage.prompt_tokens = n_prompt
+        usage = Usage(prompt_tokens=n_prompt * len(traces), completion_tokens=report["tokens_generated"],
+                      llm_calls=len(traces), wall_s=report["wall_s"])
+        return Rollout(example_id=example_id(example), trajectories=trajectories, answer=report["answer"], usage=usage,
+                       engine=self.name, example=ex, chosen=None, metadata={"deepconf": report})
 
-    async def run_many(self, examples: Iterable[str | Mapping[str, Any]], *, concurrency: int = 1) -> list[DeepConfResult]:
-        """`run` over many questions, `concurrency` at a time, results in input order."""
-        sem = asyncio.Semaphore(concurrency)
-
-        async def one(ex: str | Mapping[str, Any]) -> DeepConfResult:
-            async with sem:
-                return await self.run(ex)
-
-        return list(await asyncio.gather(*(one(e) for e in examples)))
-
-    def _raw_answer(self, traces: Sequence[TraceRecord], key: Any) -> str | None:
+    def _raw_answer(self, traces: Sequence[_Trace], key: Any) -> str | None:
         return next((t.answer for t in traces if key is not None and t.key == key), None)
 
-    async def _offline(self, question: str, prompt: Any, prompt_text: str, ex: dict[str, Any]) -> DeepConfResult:
+    async def _offline(self, prompt: Any, segment: Segment, ex: dict[str, Any]) -> tuple[list[_Trace], dict[str, Any]]:
         cfg = self.config
-        traces = [self._new_record(i, "offline", prompt_text, ex) for i in range(cfg.budget)]
+        traces = [self._new_trace(i, "offline", segment, ex) for i in range(cfg.budget)]
         await self._batch(traces, prompt)
         keys = [t.key for t in traces]
         weights: dict[str, dict[Any, float]] = {"majority": answer_weights(keys)}
@@ -373,14 +336,12 @@ class DeepConf:
             for t in traces:
                 t.votes = t.key is not None and t.confidences[cfg.offline_metric] >= cut
         tokens = sum(t.tokens for t in traces)
-        return DeepConfResult(question, "offline", cfg.variant, votes[main], votes,
-                              {k: {str(a): w for a, w in v.items()} for k, v in weights.items()},
-                              None, leading_share(chosen)[1] if chosen else None, "complete", tokens, tokens,
-                              traces, 0.0)
+        return traces, _report(cfg, traces, votes[main], votes, weights, None,
+                               leading_share(chosen)[1] if chosen else None, "complete", tokens)
 
-    async def _online(self, question: str, prompt: Any, prompt_text: str, ex: dict[str, Any]) -> DeepConfResult:
+    async def _online(self, prompt: Any, segment: Segment, ex: dict[str, Any]) -> tuple[list[_Trace], dict[str, Any]]:
         cfg = self.config
-        traces = [self._new_record(i, "warmup", prompt_text, ex) for i in range(cfg.warmup)]
+        traces = [self._new_trace(i, "warmup", segment, ex) for i in range(cfg.warmup)]
         await self._batch(traces, prompt)
         threshold = online_threshold([t.confidences["lowest"] for t in traces], cfg.variant)
 
@@ -398,7 +359,7 @@ class DeepConf:
         try:
             while True:
                 while share < tau and next_index < cfg.budget and len(running) < cfg.concurrency:
-                    rec = self._new_record(next_index, "final", prompt_text, ex)
+                    rec = self._new_trace(next_index, "final", segment, ex)
                     traces.append(rec)
                     running.add(asyncio.create_task(self._trace(rec, prompt, threshold)))
                     next_index += 1
@@ -419,16 +380,14 @@ class DeepConf:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
-        tokens = sum(t.tokens for t in traces)
         finished = [t.tokens for t in traces if t.completed]
         mean_len = sum(finished) / len(finished) if finished else float(cfg.max_tokens)
         full = sum(t.tokens if t.completed else max(t.tokens, mean_len) for t in traces)
         full += (cfg.budget - len(traces)) * mean_len
         answer = self._raw_answer(traces, lead)
         early = share >= tau and (len(traces) < cfg.budget or any(t.cancelled for t in traces))
-        return DeepConfResult(question, "online", cfg.variant, answer, {"online": answer},
-                              {"online": {str(a): w for a, w in weights.items()}}, threshold, share,
-                              "consensus" if early else "budget", tokens, int(round(full)), traces, 0.0)
+        return traces, _report(cfg, traces, answer, {"online": answer}, {"online": weights}, threshold, share,
+                               "consensus" if early else "budget", int(round(full)))
 
 
-__all__ = ["DEFAULT_INSTRUCTION", "DeepConf", "DeepConfConfig", "DeepConfResult", "TraceRecord"]
+__all__ = ["DEFAULT_INSTRUCTION", "DeepConf", "DeepConfConfig"]
