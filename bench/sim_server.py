@@ -180,9 +180,10 @@ class SimServer:
         return f"http://127.0.0.1:{self.port}"
 
     def uri(self, *, concurrency: int = 64, stops: str = "server", tokenizer: str = "default") -> str:
-        """An `openai://` backend URI for this server (its client-side concurrency limit included)."""
+        """An `openai://` backend URI for this server (its client-side concurrency limit included; the
+        simulator reads text prompts only, so token-id prompts go as text)."""
         return (f"openai://127.0.0.1:{self.port}/v1?model={self.cfg.model}&tokenizer={tokenizer}&flavor=vllm"
-                f"&stops={stops}&concurrency={concurrency}")
+                f"&stops={stops}&concurrency={concurrency}&token_prompts=off")
 
     def __enter__(self) -> SimServer:
         import httpx

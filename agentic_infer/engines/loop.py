@@ -245,8 +245,12 @@ class AgentLoop:
         traj.usage.prompt_tokens += count_prompt_tokens(self.llm, prompt, comp.prompt_tokens)
         ep.generated += generated
         ep.output += text
-        traj.add("model", text, token_ids=ids, logprobs=comp.logprobs, turn=ep.turns,
-                 finish_reason=comp.finish_reason, stop_reason=comp.stop_reason)
+        logprobs, extra = comp.logprobs, {}
+        if logprobs is not None and ids is not None and len(logprobs) != len(ids):
+            # the server's tokens (its logprobs) do not align with ids encoded from text: keep the ids
+            logprobs, extra = None, {"logprobs_dropped": f"{len(comp.logprobs)} server tokens vs {len(ids)} ids"}
+        traj.add("model", text, token_ids=ids, logprobs=logprobs, turn=ep.turns,
+                 finish_reason=comp.finish_reason, stop_reason=comp.stop_reason, **extra)
         return comp
 
     def _decode(self, ids: list[int], fallback: str) -> str:

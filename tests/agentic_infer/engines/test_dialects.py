@@ -8,12 +8,10 @@ from agentic_infer.engines.dialects import DIALECTS, get_dialect, parse_action
 from agentic_infer.engines.handlers import handlers_for_tools
 from agentic_infer.engines.loop import AgentLoop
 from agentic_infer.engines.search_o1 import SearchO1
-from agentic_infer.engines.tir import TIR
 from agentic_infer.testing import FakeLLM
 from agentic_infer.tools.base import tool
 from agentic_infer.tools.retrieval.base import Document
 from agentic_infer.tools.retrieval.memory import InMemoryRetriever
-from agentic_infer.tools.sandbox import PythonSandbox
 from agentic_infer.types import Message, SamplingParams
 
 DOCS = [Document("d1", "Blade Runner", "Blade Runner is based on a novel by Philip K. Dick."),
@@ -74,35 +72,6 @@ async def test_native_tool_calls_valid_malformed_and_unknown():
     assert "malformed tool call" in traj.steps[1].error
     assert traj.steps[3].error and "a" in traj.steps[3].error
     assert traj.usage.tool_errors == 3 and traj.answer == "5"
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    return PythonSandbox(timeout_s=5)
-
-
-async def test_tir_runs_code_inserts_output_and_compresses_errors(sandbox):
-    llm = FakeLLM(["Compute.\n```python\nprint(2**10)\n```\n", "Now an error.\n```python\nprint(a)\n```\n",
-                   "So \\boxed{1024}"])
-    traj = (await TIR(llm, sandbox).run({"question": "2^10?"})).trajectory
-    assert traj.segments[2].text == "```output\n1024\n```\n"
-    assert traj.segments[4].text == "```output\nNameError: name 'a' is not defined\n```\n"
-    assert traj.steps[1].error == "NameError: name 'a' is not defined"
-    assert traj.answer == "1024" and traj.usage.tool_calls == 2 and traj.usage.tool_errors == 1
-
-
-async def test_tir_tool_call_cap_inserts_budget_message(sandbox):
-    block = "```python\nprint(1)\n```\n"
-    llm = FakeLLM([block, block, "\\boxed{1}"])
-    traj = (await TIR(llm, sandbox, max_tool_calls=1).run({"question": "q"})).trajectory
-    assert [s.metadata["status"] for s in traj.steps] == ["executed", "limit"]
-    assert "budget is exhausted" in traj.segments[4].text and traj.usage.tool_calls == 1
-
-
-async def test_artist_template(sandbox):
-    llm = FakeLLM(["<think>use python</think><python>print(6*7)</python>", "<answer>42</answer>"])
-    traj = (await TIR(llm, sandbox, dialect="artist").run({"question": "6*7"})).trajectory
-    assert traj.segments[2].text == "\n<output>\n42\n</output>\n" and traj.answer == "42"
 
 
 def test_every_dialect_parses_its_own_action():

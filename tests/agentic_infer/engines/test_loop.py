@@ -159,6 +159,19 @@ async def test_a_backend_without_ids_falls_back_to_text_and_marks_the_trajectory
         traj.trl_rollout()
 
 
+async def test_server_logprobs_that_do_not_align_with_encoded_ids_are_dropped_not_fatal():
+    class ServerTokens(FakeLLM):  # no ids; logprobs over the server's own (different) tokenization
+        async def generate(self, prompt, params):
+            comps = await super().generate(prompt, params)
+            for c in comps:
+                c.token_ids, c.logprobs = None, (c.logprobs or [])[:-1]
+            return comps
+
+    traj = await make_loop(ServerTokens([f"{S}a{ES}", "<answer>b</answer>"])).run({}, MESSAGES)
+    model = [s for s in traj.segments if s.kind == "model"]
+    assert traj.answer == "b" and all(s.logprobs is None and "logprobs_dropped" in s.metadata for s in model)
+
+
 async def test_without_a_tokenizer_the_loop_runs_on_text():
     class NoTokenizer(FakeLLM):
         @property
