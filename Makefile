@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_EXTRAS := llamacpp,search
-TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,dev
+TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,train,synth,dev
 # A portable llama.cpp build (AVX2 baseline): native builds pick up AMX/AVX-512 kernels that crash
 # with "Illegal instruction" on VMs which advertise but do not enable them.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF

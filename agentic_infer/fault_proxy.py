@@ -9,8 +9,12 @@ Each incoming request consumes the next fault of the script (then "ok" forever):
 - `429:S`: answer 429 with `Retry-After: S`;
 - `drop`: close the connection without answering;
 - `slow:S`: wait S seconds, then forward (to trip client timeouts).
-`proxy.log` records (fault, path) per request. HTTP/1.1 with Content-Length bodies only; each
-connection carries one request (`Connection: close`). Runs in a thread with its own event loop.
+`proxy.log` records (fault, path) per request; `proxy.requests` the same with timestamps
+(`Seen.arrived` when the request was read, `Seen.finished` when the proxy was done with it, both
+`time.monotonic()`), so a test can check retry delays as the server saw them; `proxy.peak_in_flight`
+is the most requests the proxy held at once (arrived, not yet finished): a client's concurrency as
+the server sees it. HTTP/1.1 with Content-Length bodies only; each connection carries one request
+(`Connection: close`). Runs in a thread with its own event loop.
 """
 
 from __future__ import annotations
@@ -18,12 +22,24 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from agentic_infer.backends.llamacpp_server import free_port
 
 REASONS = {400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
            502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+@dataclass
+class Seen:
+    """One request as the proxy saw it: its fault, path, and monotonic arrival / finish times."""
+
+    fault: str
+    path: str
+    arrived: float
+    finished: float | None = None
 
 
 class FaultProxy:
@@ -33,6 +49,9 @@ class FaultProxy:
         self.faults = list(faults)
         self.port = port or free_port()
         self.log: list[tuple[str, str]] = []
+        self.requests: list[Seen] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -47,6 +66,8 @@ class FaultProxy:
         with self._lock:
             self.faults = list(faults)
             self.log.clear()
+            self.requests.clear()
+            self.peak_in_flight = self.in_flight
 
     def _next_fault(self) -> str:
         with self._lock:
@@ -82,7 +103,12 @@ class FaultProxy:
             writer.close()
             return
         fault = self._next_fault()
-        self.log.append((fault, path))
+        seen = Seen(fault, path, time.monotonic())
+        with self._lock:
+            self.log.append((fault, path))
+            self.requests.append(seen)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             kind, _, arg = fault.partition(":")
             if kind == "drop":
@@ -108,6 +134,9 @@ class FaultProxy:
         except (ConnectionError, OSError):
             pass
         finally:
+            with self._lock:
+                self.in_flight -= 1
+                seen.finished = time.monotonic()
             if not writer.transport.is_closing():
                 writer.close()
 

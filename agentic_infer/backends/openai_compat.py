@@ -174,8 +174,10 @@ class OpenAICompatLLM(BaseLLM):
         return self.tokenizer.template.render(messages, add_generation_prompt=add_generation_prompt)
 
     # -- requests with retries ----------------------------------------------------------------------
-    async def _request(self, make: Any) -> Any:
-        """Call `make()` under the concurrency limit with retries; map failures to BackendError."""
+    async def _request(self, make: Any, *, limited: bool = True) -> Any:
+        """Call `make()` under the concurrency limit with retries; map failures to BackendError.
+
+        `limited=False` when the caller already holds a slot of the limit (a stream holds one until it ends)."""
         import openai
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -195,6 +197,8 @@ class OpenAICompatLLM(BaseLLM):
                                                retry=retry_if_exception(_retryable), reraise=True,
                                                before_sleep=before_sleep):
                 with attempt:
+                    if not limited:
+                        return await make()
                     async with self._limit:
                         return await make()
         except openai.APIStatusError as e:
@@ -321,7 +325,17 @@ class OpenAICompatLLM(BaseLLM):
         await self._detect_flavor()
         prompt, retexted = self._wire_prompt(prompt if isinstance(prompt, str) else list(prompt))
         body = self._body(params, n=1, seed=seed, chat=False, send_stop=False)
-        stream = await self._request(lambda: self._client.completions.create(prompt=prompt, stream=True, **body))
+        async with self._limit:  # a stream holds its slot until it ends, not only until its headers arrive
+            chunks = self._stream_chunks(prompt, body, params, retexted, cancelled)
+            try:
+                async for item in chunks:
+                    yield item
+            finally:  # closes the HTTP stream (the server aborts it) before the slot is released
+                await chunks.aclose()
+
+    async def _stream_chunks(self, prompt, body, params, retexted, cancelled) -> AsyncIterator[tuple[Any, Any]]:
+        stream = await self._request(lambda: self._client.completions.create(prompt=prompt, stream=True, **body),
+                                     limited=False)
         try:
             async for chunk in stream:
                 if cancelled.is_set():

@@ -26,16 +26,19 @@ Not covered: token-level budgets inside a call (a call may overshoot the token l
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from agentic_infer.backends.base import count_prompt_tokens, encode_continuation, encode_prompt
 from agentic_infer.errors import AgenticError, ConfigError
 from agentic_infer.types import Completion, SamplingParams, Trajectory, Usage, trajectory_finish
+
+T = TypeVar("T")
 
 State = dict[str, Any]
 FEEDBACK = ("judge", "oracle")
@@ -108,6 +111,11 @@ class Meter:
         self._t0 = time.monotonic()
         self.calls_by_purpose: dict[str, int] = {}
         self.calls: list[Trajectory] = list(calls)
+        self._groups = len({t.metadata.get("call_group") for t in self.calls})  # generate calls made so far
+        # calls in flight and the tokens they may spend (prompt + n x max_tokens): concurrent calls (LATS
+        # evaluates an expansion's children at once) count against the budget before they finish
+        self._reserved_calls = 0
+        self._reserved_tokens = 0
 
     def restart_clock(self, already_s: float = 0.0) -> None:
         self._t0 = time.monotonic() - already_s
@@ -116,12 +124,15 @@ class Meter:
         return time.monotonic() - self._t0
 
     def check(self) -> None:
-        """Raise `BudgetExhausted` if any limit is reached (iterations are checked by the search)."""
+        """Raise `BudgetExhausted` if any limit is reached (iterations are checked by the search).
+
+        Calls in flight count with what they may still spend, so concurrent calls never start past a limit:
+        the call budget holds exactly, and the token budget is exceeded by at most the last call."""
         b, s = self.budget, self.spent
         s.wall_s = self.elapsed()
-        if b.llm_calls is not None and s.llm_calls >= b.llm_calls:
+        if b.llm_calls is not None and s.llm_calls + self._reserved_calls >= b.llm_calls:
             raise BudgetExhausted("llm_calls", b.llm_calls, s.llm_calls)
-        if b.tokens is not None and s.tokens >= b.tokens:
+        if b.tokens is not None and s.tokens + self._reserved_tokens >= b.tokens:
             raise BudgetExhausted("tokens", b.tokens, s.tokens)
         if b.wall_s is not None and s.wall_s >= b.wall_s:
             raise BudgetExhausted("wall_s", b.wall_s, round(s.wall_s, 3))
@@ -141,8 +152,15 @@ class Meter:
         self.check()
         node = node if node is not None else _NODE.get()
         ids = encode_prompt(self.llm, prompt)
-        comps = await self.llm.generate(prompt if ids is None else ids, params)
-        group = self.spent.llm_calls
+        reserve = (len(ids) if ids is not None else len(prompt) // 4) + params.n * params.max_tokens
+        group, self._groups = self._groups, self._groups + 1
+        self._reserved_calls += 1
+        self._reserved_tokens += reserve
+        try:
+            comps = await self.llm.generate(prompt if ids is None else ids, params)
+        finally:
+            self._reserved_calls -= 1
+            self._reserved_tokens -= reserve
         self.spent.llm_calls += 1
         purpose = purpose or "other"
         self.calls_by_purpose[purpose] = self.calls_by_purpose.get(purpose, 0) + 1
@@ -174,6 +192,16 @@ class Meter:
         self.spent.wall_s = self.elapsed()
         return {"limits": self.budget.to_dict(), "spent": self.spent.to_dict(),
                 "calls_by_purpose": dict(self.calls_by_purpose)}
+
+
+async def gather_calls(*calls: Awaitable[T]) -> list[T]:
+    """Run concurrent LLM calls to the end, then raise the first error (e.g. `BudgetExhausted`) if any did:
+    a call refused by the budget never abandons its siblings in flight, so their spend is recorded."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return list(results)
 
 
 @dataclass

@@ -28,13 +28,12 @@ the model) and `parse_action(text) -> str | None`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentic_infer.engines.judge_parse import parse_rubric_score
-from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase, gather_calls
 from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat
 from agentic_infer.engines.tree.search import SearchSettings, TreeSearch
@@ -149,7 +148,7 @@ class LATSConfig(SearchConfigBase):
         return (node.action or "").strip().lower()
 
     async def evaluate(self, tree: Tree, parent: Node, children: list[Node]) -> list[Evaluation]:
-        lm = await asyncio.gather(*(self._lm_score(tree, c) for c in children))
+        lm = await gather_calls(*(self._lm_score(tree, c) for c in children))
         siblings = tree.children(parent)
         total = sum(int(s.details.get("votes", 1)) for s in siblings) or 1
         out = []

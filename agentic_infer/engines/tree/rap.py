@@ -34,7 +34,6 @@ Not covered: RAP's prompt-level few-shot pools, the original LLaMA-specific prom
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -42,7 +41,7 @@ from typing import Any
 
 from agentic_infer.engines.deepconf.confidence import answer_weights, token_confidence
 from agentic_infer.engines.judge_parse import yes_probability
-from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase
+from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase, gather_calls
 from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat, mean_logprob, vote_share
 from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch
@@ -196,7 +195,7 @@ class RAPConfig(SearchConfigBase):
         return yes / max(1, len(comps)), "sampled share of 'yes' (fallback: no logprobs)"
 
     async def evaluate(self, tree: Tree, parent: Node, children: list[Node]) -> list[Evaluation]:
-        evals = await asyncio.gather(*(self._self_eval(parent, c) for c in children))
+        evals = await gather_calls(*(self._self_eval(parent, c) for c in children))
         out = []
         w = self.o.weights
         for c, (se, se_src) in zip(children, evals):
