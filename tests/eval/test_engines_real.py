@@ -35,7 +35,8 @@ async def test_engine_runs_on_the_embedded_model(embedded_llm, tmp_path, engine)
     trajs = rollout["trajectories"]
     assert [t["id"] for t in trajs] == row["trajectory_ids"] and rollout["example_id"] == row["id"]
     assert all(t["group_id"] == row["id"] for t in trajs)
-    assert any(s["kind"] == "model" and s["token_ids"] for t in trajs for s in t["segments"])  # trainable records
+    model = [s for t in trajs for s in t["segments"] if s["kind"] == "model"]
+    assert model and all(s["token_ids"] for s in model)  # trainable records: every model segment has its ids
     assert {k: rollout["rewards"][k] for k in row["metrics"]} == row["metrics"]  # the row reads the verdicts
     if engine == "deepconf":
         assert len(row["predictions"]) == 2 and "deepconf" in row

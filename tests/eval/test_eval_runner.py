@@ -107,9 +107,14 @@ async def test_resumed_run_equals_uninterrupted(hq, tmp_path):
     assert _stable(read_results(out_b / "results.jsonl")) == _stable(rows_a)
     assert resumed["metrics"] == full["metrics"]
     assert sorted(_rollout_ids(out_b)) == sorted(ids)  # one rollout per example, none written twice
-    # a third run does nothing
-    again = await run_eval(RunConfig(out=str(out_b), **base), llm=FakeLLM([]), progress=False)
-    assert again["n"] == 8
+    # a third run does nothing: no prompt reaches the model and no file gains a line
+    files = sorted(p for p in out_b.glob("*.jsonl"))
+    assert {p.name for p in files} >= {"results.jsonl", "rollouts.jsonl"}
+    lines_before = {p.name: len(p.read_text().splitlines()) for p in files}
+    idle = FakeLLM([])
+    again = await run_eval(RunConfig(out=str(out_b), **base), llm=idle, progress=False)
+    assert again["n"] == 8 and idle.prompts == []
+    assert {p.name: len(p.read_text().splitlines()) for p in sorted(out_b.glob("*.jsonl"))} == lines_before
 
 
 async def test_summary_contents(hq, tmp_path):

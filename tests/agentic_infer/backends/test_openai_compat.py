@@ -1,12 +1,10 @@
 """The OpenAI backend against a real OpenAI-compatible server (llama-cpp-python's) on loopback.
 
 Parity with the in-process backend, stop strings matched client-side, streaming, the chat API,
-and retries through a fault-injecting proxy: 500s, 429 + Retry-After, dropped connections and a
-response slower than the timeout succeed within the retry bound; a 400 is not retried; an
-exhausted budget raises a clear BackendError.
+and retries through a fault-injecting proxy: after 500s, dropped connections and a response slower than
+the timeout, the reply equals the unfaulted one; a 400 is not retried; an exhausted budget raises a clear
+BackendError. Retry-After and the concurrency limit are measured at the proxy in test_openai_server_side.py.
 """
-
-import time
 
 import pytest
 
@@ -76,26 +74,27 @@ def _via(proxy, **opts) -> object:
 SHORT = SamplingParams(max_tokens=4, temperature=0)
 
 
+@pytest.fixture(scope="module")
+async def unfaulted(llama_server):
+    """The greedy reply to "Hello" from the same server, configured as `_via` does, with no proxy between."""
+    direct = load_llm(f"openai://127.0.0.1:{llama_server.port}/v1?model=smollm2&flavor=llamacpp")
+    [ref] = await direct.generate("Hello", SHORT)
+    assert ref.text and ref.finish_reason == "length"
+    return ref
+
+
 @pytest.mark.parametrize("faults", [["500", "503"], ["drop", "drop"], ["500", "drop", "502"]])
-async def test_transient_faults_are_retried(proxy, faults):
+async def test_transient_faults_are_retried(proxy, faults, unfaulted):
     proxy.set_faults(faults)
     [c] = await _via(proxy, retries=4).generate("Hello", SHORT)
-    assert c.text
+    assert (c.text, c.token_ids) == (unfaulted.text, unfaulted.token_ids)  # the retry sent the same request
     assert [f for f, _ in proxy.log] == faults + ["ok"]
 
 
-async def test_429_honours_retry_after(proxy):
-    proxy.set_faults(["429:1"])
-    t0 = time.monotonic()
-    [c] = await _via(proxy, retries=3).generate("Hello", SHORT)
-    assert c.text and time.monotonic() - t0 >= 1.0
-    assert [f for f, _ in proxy.log] == ["429:1", "ok"]
-
-
-async def test_slow_response_times_out_then_succeeds(proxy):
+async def test_slow_response_times_out_then_succeeds(proxy, unfaulted):
     proxy.set_faults(["slow:3"])
     [c] = await _via(proxy, retries=3, timeout=1.5).generate("Hello", SHORT)
-    assert c.text
+    assert (c.text, c.token_ids) == (unfaulted.text, unfaulted.token_ids)
     assert [f for f, _ in proxy.log] == ["slow:3", "ok"]
 
 

@@ -237,7 +237,7 @@ async def test_rollout_trajectories_are_the_traces_with_ids_logprobs_and_finish_
     assert online.trajectories[2].segments[1].token_ids == list(b"~" * 8)  # the tokens it really sampled
 
 
-async def test_online_cancels_low_confidence_traces_at_the_backend():
+async def test_online_stops_low_confidence_traces():
     # warm-up: two confident traces (42, 43: no consensus) and two unconfident ones -> s = 3.5
     script = [good("42"), good("43"), bad("7"), bad("7")] + [bad("9", 5000)] * 4
     llm = FakeLLM(script, logprob_fn=lp)
@@ -251,7 +251,9 @@ async def test_online_cancels_low_confidence_traces_at_the_backend():
     assert [t.metadata["deepconf"]["tokens"] for t in finals] == [8] * 4
     assert all(t.finish_reason == "abort" and t.answer is None and not t.metadata["deepconf"]["votes"]
                for t in finals)
-    # the backend really stopped: it produced exactly the tokens the engine consumed
+    # engine side: the engine pulled no token past the stop, and its report counts exactly what it pulled
+    # (FakeLLM counts only pulled tokens, so this cannot show the backend stopped: that is measured where the
+    # tokens are made in test_deepconf_backend_stop.py)
     assert llm.tokens_generated == rep["tokens_generated"] == sum(len(s) for s in script[:4]) + 4 * 8
     assert rep["tokens_saved_est"] > 0
     assert res.answer == "42" and rep["consensus"] == pytest.approx(0.5)
@@ -290,6 +292,8 @@ async def test_online_concurrent_traces_are_cancelled_at_consensus():
     cancelled = [t for t in res.trajectories if t.metadata["deepconf"]["cancelled"]]
     assert all(0 < t.metadata["deepconf"]["tokens"] < len(long_ok) and t.finish_reason == "abort"
                for t in cancelled)
+    # engine side: the report counts every token the engine pulled (backend-side stop at consensus:
+    # test_deepconf_backend_stop.py)
     assert llm.tokens_generated == report(res)["tokens_generated"]
 
 
@@ -350,10 +354,11 @@ async def test_backend_failure_surfaces_and_stops_the_other_traces():
     llm = FakeLLM([good("1"), "#" * 2000], logprob_fn=lp, token_delay_s=0.0005)
     with pytest.raises(BackendError, match="ran out of scripted responses"):
         await engine(llm, mode="offline", budget=3, concurrency=3).run(Q)
-    produced = llm.tokens_generated
-    assert produced < len(good("1")) + 2000  # the long trace was stopped, not left running
+    pulled = llm.tokens_generated  # FakeLLM counts the tokens the engine pulled, not what a backend made
+    assert pulled < len(good("1")) + 2000  # engine side: the engine stopped reading the long trace
     await asyncio.sleep(0.05)
-    assert llm.tokens_generated == produced
+    assert llm.tokens_generated == pulled  # and nothing in the engine reads it after run() raised
+    # (that a backend stops producing is measured at the producer in test_deepconf_backend_stop.py)
 
 
 @pytest.mark.slow

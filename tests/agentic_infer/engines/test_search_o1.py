@@ -137,7 +137,9 @@ def test_rid_helpers():
     assert parts[0] == "Step 1: a" and "..." in parts and any(Q in p for p in parts)
     assert parts[-4:] == ["Step 9: i", "Step 10: j", "Step 11: k", "Step 12: l"]
     assert condense_reasoning("a\nb", [Q]) == "Step 1: a\n\nStep 2: b"
-    assert steps  # built above for readability
+    # 11 steps: the first, "..." for steps 2-7, the last 4 (the search query is among them, kept once)
+    assert condense_reasoning(steps, [Q]) == "\n\n".join([
+        "Step 1: line 0", "...", "Step 8: line 7", "Step 9: line 8", "Step 10: line 9", f"Step 11: {Q}x{EQ}"])
 
 
 def test_parse_and_boxed():

@@ -178,13 +178,21 @@ async def test_large_finite_output_is_truncated_but_ok():
 
 async def test_writing_outside_the_work_directory_fails():
     targets = [Path("/tmp") / f"sandbox-escape-{uuid.uuid4().hex}", REPO / f"sandbox-escape-{uuid.uuid4().hex}"]
-    code = "\n".join(f"open({str(t)!r}, 'w').write('pwned')" for t in targets)
+    attempted = []  # the paths the sandboxed code reached the open() of, as it reported them
     try:
         for target in targets:  # each target separately, so the first failure does not hide the second
-            result = await run_timed(PythonSandbox(), f"open({str(target)!r}, 'w').write('pwned')", 10)
+            code = f"""
+            target = {str(target)!r}
+            print("attempt", target, flush=True)
+            open(target, 'w').write('pwned')
+            """
+            result = await run_timed(PythonSandbox(), code, 10)
             assert result.error.startswith("PermissionError"), result
-            assert not target.exists()
-        assert code  # both attempted
+            lines = result.content.splitlines()
+            attempted += [ln.split(" ", 1)[1] for ln in lines if ln.startswith("attempt ")]
+        # the PermissionErrors came from the writes themselves, and nothing was written
+        assert attempted == [str(t) for t in targets]
+        assert not any(t.exists() for t in targets)
     finally:
         for target in targets:
             target.unlink(missing_ok=True)

@@ -31,7 +31,16 @@ def test_ranks_the_relevant_passage_first_and_is_batched() -> None:
 def test_k_limits_and_ties_are_deterministic() -> None:
     r = InMemoryRetriever(DOCS)
     assert len(r.search(["Australia"], k=1)[0]) == 1
-    assert r.search(["city"], k=5) == r.search(["city"], k=5)
+    # four passages that score exactly the same for "harbour": ties come back in corpus order
+    names = ["Alpha", "Beta", "Gamma", "Delta"]
+    tied = [Document(f"d{i}", f"Port {name}", "A harbour town.") for i, name in enumerate(names)]
+    forward = InMemoryRetriever(tied).search(["harbour"], k=4)[0]
+    assert len({h.score for h in forward}) == 1 and forward[0].score > 0  # a real tie
+    assert [h.id for h in forward] == ["d0", "d1", "d2", "d3"]
+    backward = InMemoryRetriever(tied[::-1]).search(["harbour"], k=4)[0]
+    assert [h.id for h in backward] == ["d3", "d2", "d1", "d0"]  # the order is the corpus's, not the ids'
+    assert [h.id for h in InMemoryRetriever(tied).search(["harbour"], k=1)[0]] == ["d0"]
+    assert [h.id for h in InMemoryRetriever(tied[::-1]).search(["harbour"], k=1)[0]] == ["d3"]
 
 
 def test_get_and_get_by_title() -> None:
