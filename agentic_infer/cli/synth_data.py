@@ -1,0 +1,96 @@
+"""`agentic synth demos | export`: cold-start SFT data from gold decompositions, and exports for trainers.
+
+    agentic synth demos --task musique --data ../shared/data/multihop/musique_train_100.json --out demos/
+    agentic synth export --in demos/ --format tokenized --out demos/sft.jsonl
+
+Each command is thin: it validates its options, calls one library function (`synth.demos.run_demos`,
+`synth.export.export`) and prints a one-line summary; every output
+directory holds `stats.json`. `agentic synth fuzzqa` is in `synth_fuzzqa.py`. Bad input is one line on stderr and exit code 2 (see `agentic_infer.cli`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agentic_infer.cli.app import synth_app
+from agentic_infer.errors import ConfigError
+
+
+def _ints(spec: str, name: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"--{name} {spec!r}: expected integers separated by commas, e.g. 3,5") from None
+    if not values:
+        raise ConfigError(f"--{name} {spec!r}: give at least one integer")
+    return values
+
+
+@synth_app.command("demos")
+def demos(
+    task: Annotated[str, typer.Option(help="Eval task whose loader reads --data (musique, hotpotqa, 2wiki).")],
+    data: Annotated[Path, typer.Option(help="Question file with decompositions or supporting facts.")],
+    out: Annotated[Path, typer.Option(help="Output directory: trajectories.jsonl + stats.json.")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer + chat template: 'default' (embedded GGUF), a .gguf "
+                                                "or a local HF directory.")] = "default",
+    backend: Annotated[str | None, typer.Option(help="Take tokenizer and template from this backend URI "
+                                                     "instead of --tokenizer.")] = None,
+    top_k: Annotated[str, typer.Option(help="Search depths to vary, comma-separated.")] = "3,5",
+    wordings: Annotated[str, typer.Option(help="Query wordings: subq,title.")] = "subq,title",
+    variants: Annotated[int, typer.Option(help="At most this many variants per question.")] = 4,
+    corpus: Annotated[str, typer.Option(help="question (its own paragraphs) | pooled (all loaded questions).")]
+    = "question",
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
+) -> None:
+    """Demonstrations from gold decompositions, run through the real Search-o1 engine and verified."""
+    from synth.demos import DemoOptions, Vocab, run_demos
+
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit {limit}: must be >= 1")
+    if (out / "trajectories.jsonl").exists() and not overwrite:
+        raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
+                          "(nothing was written)")
+    options = DemoOptions(wordings=tuple(w.strip() for w in wordings.split(",") if w.strip()),
+                          top_ks=_ints(top_k, "top-k"), max_variants=variants, corpus=corpus)
+    if backend:
+        from agentic_infer.backends import load_llm
+
+        vocab = Vocab(load_llm(backend))
+    else:
+        from agentic_infer.backends.tokenizer import load_tokenizer
+
+        vocab = Vocab(load_tokenizer(tokenizer))
+    stats = run_demos(task, data, out, vocab=vocab, limit=limit, options=options, overwrite=overwrite)
+    Console(stderr=True).print(
+        f"demos: {stats['kept']} verified from {stats['questions']} questions ({stats['variants_tried']} variants "
+        f"tried, rejected {stats['rejected']}, no plan {stats['no_plan']}); {stats['demos_per_min']} demos/min "
+        f"-> {out}/trajectories.jsonl")
+
+
+@synth_app.command("export")
+def export(
+    src: Annotated[Path, typer.Option("--in", help="Directory with trajectories.jsonl (or trajectories/*.jsonl), "
+                                                  "or a JSONL file.")],
+    fmt: Annotated[str, typer.Option("--format", help="messages | tokenized | verl-sft | verl-rl")],
+    out: Annotated[Path, typer.Option(help="Output file (.jsonl, or .parquet; verl formats are parquet).")],
+    max_length: Annotated[int | None, typer.Option(help="Cut tokenized rows to N tokens.")] = None,
+    allow_inexact: Annotated[bool, typer.Option(help="Export re-encoded (token_exact=False) trajectories.")] = False,
+    ability: Annotated[str, typer.Option(help="verl-rl `ability` column.")] = "qa",
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out.")] = False,
+) -> None:
+    """Export trajectories as chat messages, tokenized SFT rows, verl multi-turn SFT or verl RL parquet."""
+    from synth.export import export as run_export
+
+    stats = run_export(src, fmt, out, max_length=max_length, allow_inexact=allow_inexact, ability=ability,
+                       overwrite=overwrite)
+    stats_path = out.parent / "stats.json"
+    merged = json.loads(stats_path.read_text()) if stats_path.is_file() else {}
+    merged.setdefault("exports", []).append(stats)
+    stats_path.write_text(json.dumps(merged, indent=2), encoding="utf-8")
+    Console(stderr=True).print(f"export: {stats['rows']} {fmt} rows from {stats['trajectories']} trajectories -> {out}")

@@ -1,0 +1,157 @@
+"""The pipeline's YAML config: a validated dataclass per step, read with `agentic_infer.config.build_config`.
+
+    cfg = build_config(PipelineConfig, file="pipe.yaml", overrides=["rollout.samples=4", "executor.tasks=2"])
+
+```yaml
+out: runs/hotpot-sft            # output directory (trajectories/, dropped/, stats.json, README.md, cache/)
+reader: {kind: task, task: hotpotqa, path: ../shared/data/multihop/hotpotqa_train_100.json, limit: 20}
+rollout: {engine: direct, backend: "llamacpp://default", samples: 4, max_tokens: 64, temperature: 0.7}
+judge: {metrics: [em, f1]}
+filters:                        # in order; each `{name: NAME, ...options}` (see synth.pipeline.filters)
+  - {name: correct, metric: em}
+  - {name: length, max_tokens: 512}
+  - {name: exact_dedup}
+writer: {jsonl: true, parquet: false, save_to_disk: false, card: true}
+executor: {tasks: 1, workers: 1}
+```
+Unknown keys (a step field, a filter or a filter option that does not exist) fail with the key and what
+is accepted, before anything runs or is written.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentic_infer.errors import ConfigError
+from synth.pipeline.filters import get_filter
+from synth.pipeline.steps import READER_KINDS
+
+
+@dataclass
+class ReaderConfig:
+    """Where the items come from (see `synth.pipeline.steps.Reader`)."""
+
+    kind: str = "task"  # task | jsonl | parquet | hf | corpus | trajectories
+    path: str = ""
+    task: str | None = None  # kind=task: the eval task whose loader reads `path`
+    limit: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)  # expected field -> column in the file
+
+    def __post_init__(self) -> None:
+        if self.kind not in READER_KINDS:
+            raise ConfigError(f"reader.kind={self.kind!r}: choose one of {', '.join(READER_KINDS)}")
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
+            raise ConfigError(f"reader.limit={self.limit!r}: must be an integer >= 1 (or null for all)")
+
+
+@dataclass
+class RolloutConfig:
+    """Which engine on which backend, k samples per item (see `synth.pipeline.steps.RolloutStep`)."""
+
+    engine: str = "direct"
+    backend: str = "llamacpp://default"
+    task: str | None = None  # prompts and answer extraction; default: reader.task
+    samples: int = 1
+    max_tokens: int = 512
+    temperature: float | None = None
+    seed: int = 0
+    concurrency: int = 8
+    options: dict[str, Any] = field(default_factory=dict)  # the engine's own options (eval's --opt)
+    index: str | None = None  # a built retrieval index, for engines that search
+    cache: bool = True  # per-request LLM cache in OUT/cache/llm.sqlite3
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "max_tokens", "concurrency"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(f"rollout.{name}={v!r}: must be an integer >= 1")
+
+
+@dataclass
+class JudgeConfig:
+    metrics: tuple[str, ...] = ("em",)  # names of agentic_infer.verify.METRICS
+
+    def __post_init__(self) -> None:
+        from agentic_infer.verify import METRICS
+
+        bad = [m for m in self.metrics if m not in METRICS]
+        if bad:
+            raise ConfigError(f"judge.metrics: unknown metric(s) {bad}; choose from {sorted(METRICS)}")
+
+
+@dataclass
+class WriterConfig:
+    jsonl: bool = True  # OUT/trajectories/<rank>.jsonl
+    parquet: bool = False  # OUT/parquet/<rank>.parquet
+    save_to_disk: bool = False  # OUT/dataset (datasets.Dataset.save_to_disk), after the run
+    card: bool = True  # OUT/README.md: what made it, the config, per-step counts, a sample
+
+
+@dataclass
+class ExecutorConfig:
+    """datatrove's LocalPipelineExecutor settings (Slurm/Ray: build the steps with `build_steps` yourself)."""
+
+    tasks: int = 1
+    workers: int = 1
+    start_method: str = "fork"  # multiprocess start method for workers > 1 ("forkserver", "spawn")
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("tasks", "workers"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(f"executor.{name}={v!r}: must be an integer >= 1")
+
+
+def parse_filter(item: Any) -> dict[str, Any]:
+    """A filter entry: a mapping `{name: NAME, option: value}` or a string `NAME` / `NAME:key=value,key=value`."""
+    if isinstance(item, str):
+        import yaml
+
+        name, _, rest = item.partition(":")
+        opts: dict[str, Any] = {}
+        for part in filter(None, rest.split(",")):
+            k, sep, v = part.partition("=")
+            if not sep:
+                raise ConfigError(f"--filters {item!r}: expected NAME or NAME:key=value,key=value "
+                                  "(e.g. length:max_tokens=512)")
+            opts[k.strip()] = yaml.safe_load(v)
+        item = {"name": name.strip(), **opts}
+    if not isinstance(item, dict) or "name" not in item:
+        raise ConfigError(f"filters entry {item!r}: expected {{name: NAME, ...options}} or 'NAME:key=value'")
+    spec = get_filter(item["name"])
+    takes = [p.name for p in inspect.signature(spec.fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    bad = sorted(set(item) - {"name", *takes})
+    if bad:
+        raise ConfigError(f"filters: {item['name']!r} has no option(s) {bad}; it takes {takes}")
+    return dict(item)
+
+
+@dataclass
+class PipelineConfig:
+    """The whole pipeline: reader -> [rollout] -> [judge] -> filters -> writers, on datatrove's executor."""
+
+    out: str = ""
+    name: str = "synth"
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    rollout: RolloutConfig | None = None
+    judge: JudgeConfig | None = None
+    filters: list[Any] = field(default_factory=list)
+    writer: WriterConfig = field(default_factory=WriterConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+
+    def __post_init__(self) -> None:
+        if not self.out:
+            raise ConfigError("out: missing; give the output directory (out: DIR, or --out DIR)")
+        self.filters = [parse_filter(f) for f in (self.filters or [])]
+        if self.rollout is not None and self.rollout.task is None:
+            self.rollout.task = self.reader.task
+            if self.rollout.task is None:
+                raise ConfigError("rollout.task: missing; name the eval task whose prompt and answer extraction to "
+                                  "use (rollout.task: hotpotqa), or read with reader.kind=task")
+
+
+__all__ = ["ExecutorConfig", "JudgeConfig", "PipelineConfig", "ReaderConfig", "RolloutConfig", "WriterConfig",
+           "parse_filter"]

@@ -1,0 +1,48 @@
+"""CachedLLM: a finished request is never paid twice (across instances), keys cover prompt/params/seed/model."""
+
+import asyncio
+
+from agentic_infer.backends.cache import CachedLLM, backend_calls, request_key
+from agentic_infer.testing import FakeLLM
+from agentic_infer.types import Message, SamplingParams
+
+P = SamplingParams(max_tokens=8, temperature=0.7, seed=1, logprobs=2)
+
+
+def test_rerun_replays_without_backend_calls(tmp_path):
+    db = tmp_path / "c.sqlite3"
+    first = CachedLLM(FakeLLM(["one", "two"]), db)
+    a = asyncio.run(first.generate("q", P))
+    b = asyncio.run(first.generate("q", P))  # the same request again: the 2nd occurrence, a new answer
+    assert [a[0].text, b[0].text] == ["one", "two"] and first.misses == 2
+    again = CachedLLM(FakeLLM([]), db)  # an empty script: any backend call would raise
+    assert asyncio.run(again.generate("q", P))[0].text == "one"
+    assert asyncio.run(again.generate("q", P))[0].to_dict() == b[0].to_dict()
+    assert again.hits == 2 and again.misses == 0
+    assert len(backend_calls(db)) == 2
+
+
+def test_key_covers_params_seed_prompt_and_model(tmp_path):
+    base = request_key("m", "q", P)
+    assert base != request_key("m", "q", P.replace(seed=2))
+    assert base != request_key("m", "q", P.replace(max_tokens=9))
+    assert base != request_key("m", "q2", P)
+    assert base != request_key("m2", "q", P)
+    assert base != request_key("m", [1, 2], P)
+    llm = CachedLLM(FakeLLM(["x", "y"]), tmp_path / "c.sqlite3")
+    asyncio.run(llm.generate("q", P))
+    asyncio.run(llm.generate("q", P.replace(seed=2)))
+    assert llm.misses == 2
+
+
+def test_messages_are_rendered_and_stream_is_cached(tmp_path):
+    db = tmp_path / "c.sqlite3"
+    llm = CachedLLM(FakeLLM(["hello world"]), db)
+    msgs = [Message("user", "hi")]
+
+    async def stream(m):
+        return "".join([d.text async for d in m.stream(msgs, P.replace(max_tokens=32))])
+
+    assert asyncio.run(stream(llm)) == "hello world"
+    replay = CachedLLM(FakeLLM([]), db)
+    assert asyncio.run(stream(replay)) == "hello world" and replay.hits == 1
