@@ -1,0 +1,141 @@
+"""GRPO / Dr. GRPO / batch std / RLOO, GiGPO grouping and combination, ARPO attribution, AEPO scaling:
+hand-computed cases."""
+
+import math
+
+import pytest
+import torch
+
+from agentic_infer.errors import ConfigError
+from agentic_infer.types import Rollout, Step, TokenLogprob, Trajectory
+from train.core.advantages import (
+    anchor_groups,
+    arpo_token_advantages,
+    attribute,
+    discounted_returns,
+    entropy_aware_advantages,
+    gigpo_advantages,
+    gigpo_token_advantages,
+    grpo_advantages,
+    rloo_advantages,
+    shared_prefix_lengths,
+    zero_std_share,
+)
+
+R = [1.0, 0.0, 1.0, 1.0]
+G = ["a", "a", "b", "b"]
+S = 1 / math.sqrt(2)  # 0.5 / unbiased std of (1, 0)
+
+
+def test_grpo_group_std():
+    assert grpo_advantages(R, group_ids=G).tolist() == pytest.approx([S, -S, 0, 0], abs=1e-3)
+
+
+def test_dr_grpo_drops_std_and_batch_std():
+    assert grpo_advantages(R, group_ids=G, scale="none").tolist() == pytest.approx([0.5, -0.5, 0, 0])
+    # batch std of (1, 0, 1, 1) (unbiased) = 0.5
+    assert grpo_advantages(R, group_size=2, scale="batch").tolist() == pytest.approx([1, -1, 0, 0], abs=1e-3)
+
+
+def test_rloo():
+    assert rloo_advantages(R, group_ids=G).tolist() == pytest.approx([1, -1, 0, 0])
+    assert rloo_advantages([3, 0, 0], group_size=3).tolist() == pytest.approx([3, -1.5, -1.5])
+    assert rloo_advantages([5.0], group_size=1).tolist() == [0.0]
+
+
+def test_zero_std_share_and_errors():
+    assert zero_std_share(R, group_ids=G) == 0.5
+    with pytest.raises(ConfigError):
+        grpo_advantages(R, group_size=3)
+    with pytest.raises(ConfigError):
+        grpo_advantages([1.0, float("nan")], group_size=2)
+
+
+def test_discounted_returns():
+    assert discounted_returns([0, 0, 1], 0.95) == pytest.approx([0.9025, 0.95, 1.0])
+    assert discounted_returns([1, 1], 0.5) == pytest.approx([1.5, 1.0])
+
+
+def test_anchor_groups_exact_and_similar():
+    a, b = "abcdefghijklmnopqrst", "abcdefghijklmnopqrsX"  # SequenceMatcher ratio 2*19/40 = 0.95
+    assert anchor_groups([a, b, a, None, None]) == [0, 1, 0, 2, 3]
+    assert anchor_groups([a, b, "zzz"], similarity_threshold=0.95) == [0, 0, 1]
+    assert anchor_groups([a, b], similarity_threshold=0.96) == [0, 1]
+
+
+def test_gigpo_combination_hand_computed():
+    # T1: s0 -> s1, reward 1 at the end; T2: s0 -> s2, nothing. gamma 0.95: returns [0.95, 1], [0, 0]
+    res = gigpo_advantages([1.0, 0.0], [[0.0, 1.0], [0.0, 0.0]], [["s0", "s1"], ["s0", "s2"]], scale="none")
+    assert res.returns == [pytest.approx([0.95, 1.0]), [0.0, 0.0]]
+    assert res.groups == [[0, 1], [0, 2]]
+    assert res.episode == pytest.approx([0.5, -0.5])
+    assert res.step[0] == pytest.approx([0.475, 0.0]) and res.step[1] == pytest.approx([-0.475, 0.0])
+    assert res.combined[0] == pytest.approx([0.975, 0.5]) and res.combined[1] == pytest.approx([-0.975, -0.5])
+    half = gigpo_advantages([1.0, 0.0], [[0.0, 1.0], [0.0, 0.0]], [["s0", "s1"], ["s0", "s2"]], scale="none",
+                            omega=0.5)
+    assert half.combined[0] == pytest.approx([0.5 + 0.2375, 0.5])
+    std = gigpo_advantages([1.0, 0.0], [[0.0, 1.0], [0.0, 0.0]], [["s0", "s1"], ["s0", "s2"]])
+    assert std.combined[0] == pytest.approx([2 * S, S], abs=1e-3)
+
+
+def _lp(ids):
+    return [TokenLogprob(i, str(i), -0.1) for i in ids]
+
+
+def _traj(model_ids, reward, states, **kw):
+    t = Trajectory(token_exact=True, **kw)
+    t.add("prompt", "p", token_ids=[1, 2])
+    for k, ids in enumerate(model_ids):
+        if k:
+            t.add("observation", "o", token_ids=[9])
+        t.add("model", "m", token_ids=ids, logprobs=_lp(ids))
+    t.steps = [Step("search", state=s, segment=1 + 2 * k) for k, s in enumerate(states)]
+    t.rewards["em"] = reward
+    return t
+
+
+def test_gigpo_token_advantages_per_segment():
+    t1 = _traj([[3, 4], [5]], 1.0, ["s0"])          # step on the first model segment; the answer turn has none
+    t2 = _traj([[3, 6], [7, 8]], 0.0, ["s0"])
+    out = gigpo_token_advantages(Rollout("q", [t1, t2]), reward_key="em", scale="none")
+    # episode ±0.5; the outcome lands on each one-step trajectory's step: returns 1 vs 0 at s0 -> ±0.5;
+    # step tokens get A^E + A^S = ±1, the answer turn (no step) A^E = ±0.5, the observation 0
+    assert out[0] == pytest.approx([1.0, 1.0, 0.0, 0.5])
+    assert out[1] == pytest.approx([-1.0, -1.0, 0.0, -0.5, -0.5])
+
+
+def test_arpo_shared_prefix_lengths_and_hard_attribution():
+    # P (10 tokens); C forks from P at 6 (9 tokens); G forks from C at 8 (11 tokens); R a second root (7)
+    parent, cut, lengths = [None, 0, 1, None], [None, 6, 8, None], [10, 9, 11, 7]
+    S_ = shared_prefix_lengths(parent, cut, lengths)
+    assert S_ == [[10, 6, 6, 0], [6, 9, 8, 0], [6, 8, 11, 0], [0, 0, 0, 7]]
+    adv = [1.0, 0.0, -1.0, 0.5]
+    hard = attribute(adv, S_, lengths, mode="hard")
+    assert hard[0] == pytest.approx([0.0] * 6 + [1.0] * 4)
+    assert hard[1] == pytest.approx([0.0] * 6 + [-0.5] * 2 + [0.0])
+    assert hard[2] == pytest.approx([0.0] * 6 + [-0.5] * 2 + [-1.0] * 3)
+    assert hard[3] == pytest.approx([0.5] * 7)
+    soft = attribute(adv, S_, lengths, mode="soft")
+    assert soft[2] == [-1.0] * 11
+
+
+def test_arpo_token_advantages_on_a_branched_rollout():
+    p = _traj([[3, 4, 5, 6]], 1.0, [], id="p")
+    c = _traj([[3, 4, 7]], 0.0, [], id="c", parent_id="p", branch_token=4)  # shares prompt + [3, 4]
+    out = arpo_token_advantages(Rollout("q", [p, c]), [1.0, 0.0], mode="hard")
+    assert out[0] == pytest.approx([0.5, 0.5, 1.0, 1.0])
+    assert out[1] == pytest.approx([0.5, 0.5, 0.0])
+    bad = _traj([[8, 4, 7]], 0.0, [], id="c", parent_id="p", branch_token=4)
+    with pytest.raises(ConfigError, match="differ from its parent"):
+        arpo_token_advantages(Rollout("q", [p, bad]), [1.0, 0.0])
+
+
+def test_aepo_entropy_aware_advantages():
+    ent = torch.tensor([[1.0, 3.0], [2.0, 2.0]], requires_grad=True)
+    mask = torch.ones(2, 2)
+    out = entropy_aware_advantages(torch.tensor([1.0, -1.0]), ent, mask)
+    h = math.sqrt(2)  # standardised entropies: -sqrt2, +sqrt2, 0, 0 (population std)
+    assert out.tolist() == [pytest.approx([1 - 0.2 * h, 1 + 0.2 * h], abs=1e-4), pytest.approx([-1.0, -1.0])]
+    assert not out.requires_grad  # stop-gradient through the entropy
+    masked = entropy_aware_advantages(torch.tensor([1.0, -1.0]), ent, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
+    assert masked.tolist() == [pytest.approx([0.8, 1.2], abs=1e-4), [0.0, 0.0]]

@@ -1,0 +1,105 @@
+"""verl export (schema, reward shim), launch configs, the CLI, and TRL's experimental API shapes (pinned)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+
+import pytest
+
+from agentic_infer.errors import ConfigError
+
+
+def test_verl_export_schema_and_compute_score(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from train.verl_export import write_verl_export
+
+    files = write_verl_export(tmp_path, [{"question": "Capital of France?", "answer": "Paris"},
+                                         {"question": "2+2?", "answer": ["4", "four"]}], data_source="toy",
+                              reward="em", reward_options={"answer_format": None}, estimator="dr_grpo")
+    rows = pq.read_table(files["data"]).to_pylist()
+    assert set(rows[0]) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert rows[0]["prompt"] == [{"role": "user", "content": "Capital of France?"}]
+    assert rows[1]["reward_model"] == {"style": "rule", "ground_truth": ["4", "four"]}
+    spec = importlib.util.spec_from_file_location("reward_fn", files["reward"])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.compute_score("toy", "Paris", ["Paris"], {"question": "Capital of France?"}) == 1.0
+    assert mod.compute_score("toy", "Lyon", ["Paris"], {}) == 0.0
+    ov = (tmp_path / "overrides.txt").read_text().split()
+    assert "algorithm.adv_estimator=agentic_dr_grpo" in ov and f"reward.custom_reward_function.path={files['reward']}" in ov
+    spec = importlib.util.spec_from_file_location("adv", files["estimators"])  # importable without verl: a no-op
+    adv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adv)
+    assert adv.register_adv_est is None or callable(adv.register_adv_est)
+    with pytest.raises(ConfigError, match="question"):
+        write_verl_export(tmp_path, [{"q": 1}], data_source="x")
+
+
+@pytest.mark.gpu
+def test_verl_registers_our_estimators(tmp_path):
+    pytest.importorskip("verl")
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    from train.verl_export import ADV_SHIM
+
+    (tmp_path / "a.py").write_text(ADV_SHIM)
+    spec = importlib.util.spec_from_file_location("a", tmp_path / "a.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert get_adv_estimator_fn("agentic_gigpo") is not None
+
+
+@pytest.mark.parametrize("strategy", ["zero2", "zero3", "fsdp", "ddp"])
+def test_launch_configs(tmp_path, strategy):
+    import yaml
+
+    from train.launch import write_launch
+
+    res = write_launch(tmp_path, "grpo", gpus=8, strategy=strategy, vllm_gpus=2, model="/m", train_args=["--config", "g.yaml"])
+    acc = yaml.safe_load((tmp_path / "accelerate.yaml").read_text())
+    assert acc["num_processes"] == 6
+    assert acc["distributed_type"] == {"zero2": "DEEPSPEED", "zero3": "DEEPSPEED", "fsdp": "FSDP", "ddp": "MULTI_GPU"}[strategy]
+    if strategy.startswith("zero"):
+        ds = json.loads((tmp_path / "deepspeed.json").read_text())
+        assert ds["zero_optimization"]["stage"] == int(strategy[-1])
+    serve, train = res["commands"]
+    assert serve.startswith("CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model /m --tensor-parallel-size 2")
+    assert train.startswith("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch") and "trl.vllm_mode=server" in train
+    with pytest.raises(ConfigError, match="no GPU"):
+        write_launch(tmp_path, "grpo", gpus=2, vllm_gpus=2)
+
+
+def test_cli_print_launch_and_show_config(tmp_path, capsys):
+    from agentic_infer.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["train", "sft", "--data", "d.jsonl", "--out", str(tmp_path), "--print-launch", "--gpus", "4",
+              "--strategy", "fsdp"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "accelerate launch" in out and f"train sft --config {tmp_path}/launch/settings.yaml" in out
+    assert "data: d.jsonl" in (tmp_path / "launch" / "settings.yaml").read_text()
+    with pytest.raises(SystemExit):
+        main(["train", "grpo", "--show-config", "--set", "estimator.name=gigpo"])
+    assert "name: gigpo" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["train", "grpo", "--set", "estimator.name=ppo"])
+    assert e.value.code == 2
+
+
+def test_trl_experimental_api_shapes():
+    """TRL's rollout_func / env_mask contract as of 1.16: a TRL upgrade that changes it fails here first."""
+    import trl
+    from trl import GRPOTrainer
+
+    assert trl.__version__.startswith("1.16"), trl.__version__
+    assert "rollout_func" in inspect.signature(GRPOTrainer.__init__).parameters
+    gen = inspect.getsource(GRPOTrainer._generate)
+    assert "self.rollout_func(prompts, self)" in gen  # raw prompts and the trainer
+    assert 'required_keys = {"prompt_ids", "completion_ids", "logprobs"}' in gen
+    assert 'extra_fields.pop("env_mask", None)' in gen  # env_mask becomes the tool mask
+    score = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    assert "completion_mask * tool_mask" in score and "inp[key] = values[i]" in score  # extra keys -> rewards
+    assert "advantages.dim() == 1" in inspect.getsource(GRPOTrainer._compute_loss)  # (B, T) advantages accepted
+    assert "rewards_per_func" in inspect.getsource(GRPOTrainer._calculate_rewards)

@@ -1,0 +1,152 @@
+"""GRPO through TRL 1.16 with our rollout_func on a tiny random model (CPU): observation tokens carry no
+gradient, parameters change, our estimators replace TRL's advantages, AEPO's loss runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.train.trainers.conftest import ObservationEngine, tiny_model
+
+pytest.importorskip("trl")
+
+PROMPTS = [{"prompt": "What is the capital of France?", "answer": "Paris"},
+           {"prompt": "What is the capital of Italy?", "answer": "Rome"}]
+
+
+def id_reward(completions, trajectory, **kw):
+    """A reward that differs within a group of random samples: the sum of the sampled ids modulo 7."""
+    return [float(sum(i for s in t.segments if s.kind == "model" for i in s.token_ids) % 7) for t in trajectory]
+
+
+def build(tokenizer, tmp_path, *, estimator=None, engine=ObservationEngine, steps=1, **cfg):
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from train.grpo.rollout import RolloutFunc
+    from train.grpo.trainer import AgenticGRPOTrainer, Estimator
+
+    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=2,
+                      max_steps=steps, learning_rate=5e-2, use_cpu=True, report_to="none", logging_steps=1,
+                      save_strategy="no", beta=0.0, max_completion_length=64, **cfg)
+    rf = RolloutFunc(lambda llm, seed: engine(llm, seed), tokenizer=tokenizer, seed=0)
+    return AgenticGRPOTrainer(model=tiny_model(tokenizer), reward_funcs=[id_reward], args=args,
+                              train_dataset=Dataset.from_list(PROMPTS * 2), processing_class=tokenizer,
+                              rollout_func=rf, estimator=estimator or Estimator())
+
+
+def batch_of(trainer):
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop; these tests call the steps directly
+    inputs = [dict(p) for p in PROMPTS for _ in range(2)]
+    return trainer._generate_and_score_completions(inputs)
+
+
+def logits_grad(trainer, batch):
+    """Gradient of TRL's loss w.r.t. the final hidden state that scores each completion token: (B, C, H).
+
+    TRL 1.16 uses transformers' fused LM head (no logits tensor), so the hook sits on the final norm, whose
+    output at position p feeds only the LM head's prediction of token p + 1."""
+    seen = []
+    head = trainer.model.get_decoder().norm
+
+    def keep(_mod, _inp, out):
+        out.retain_grad()
+        seen.append(out)
+
+    handle = head.register_forward_hook(keep)
+    try:
+        trainer.model.zero_grad()
+        loss = trainer.compute_loss(trainer.model, batch)
+        loss.backward()
+    finally:
+        handle.remove()
+    c = batch["completion_ids"].size(1)
+    return seen[-1].grad[:, -(c + 1):-1]
+
+
+def test_observation_tokens_carry_no_gradient(tokenizer, tmp_path):
+    trainer = build(tokenizer, tmp_path)
+    batch = batch_of(trainer)
+    env = batch["tool_mask"] * batch["completion_mask"]
+    assert (batch["tool_mask"] == 0).any(), "the observation must reach TRL as env_mask = 0"
+    g = logits_grad(trainer, batch).abs().sum(-1)
+    assert g[env == 0].max() == 0  # observation (and padding) positions: zero gradient
+    adv = batch["advantages"]
+    adv = adv[:, None].expand_as(env) if adv.dim() == 1 else adv
+    trained = (env == 1) & (adv.abs() > 0)
+    assert trained.any() and (g[trained] > 0).all()
+
+
+def test_rollout_func_keys_and_alignment(tokenizer, tmp_path):
+    trainer = build(tokenizer, tmp_path)
+    batch = batch_of(trainer)
+    rf = trainer.rollout_func
+    [r] = rf.last_rollouts[:1]
+    t = r.trajectories[0]
+    view = t.trl_rollout()
+    n = len(view["completion_ids"])
+    # the first completion row is the first trajectory, ids as recorded (+ a trainable EOS), mask aligned
+    row = batch["completion_ids"][0].tolist()
+    assert row[:n] == view["completion_ids"] and row[n] == tokenizer.eos_token_id
+    assert batch["tool_mask"][0, :n].tolist() == view["env_mask"]
+    assert len(rf.last_rollouts) == 4 and rf.timings["engine_s"] > 0
+
+
+def test_one_step_changes_parameters(tokenizer, tmp_path):
+    trainer = build(tokenizer, tmp_path)
+    before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
+    trainer.train()
+    changed = [k for k, v in trainer.model.named_parameters() if not (v.detach() == before[k]).all()]
+    assert changed
+    logged = {k for h in trainer.state.log_history for k in h}
+    assert {"diag/zero_std_share", "diag/reward_mean"} <= logged
+
+
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "gigpo", "arpo"])
+def test_estimators_supply_advantages(tokenizer, tmp_path, name):
+    from train.grpo.trainer import Estimator, sequence_advantages
+
+    trainer = build(tokenizer, tmp_path, estimator=Estimator(name=name))
+    batch = batch_of(trainer)
+    rewards = trainer._last_rewards.sum(1)
+    adv = batch["advantages"]
+    if name in ("gigpo", "arpo"):
+        assert adv.shape == batch["completion_ids"].shape  # per token
+        env = batch["tool_mask"] * batch["completion_mask"]
+        assert (adv[env == 0] == 0).all()
+        expect = sequence_advantages("grpo", rewards, 2)  # no steps / no branches: the episode advantage
+        for b in range(adv.size(0)):
+            assert adv[b][env[b] == 1].allclose(expect[b].expand(int(env[b].sum())), atol=1e-5)
+    else:
+        assert adv.shape == (4,)
+        assert adv.allclose(sequence_advantages(name, rewards, 2))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.2])
+def test_aepo_loss_runs_and_masks(tokenizer, tmp_path, alpha):
+    from train.grpo.trainer import Estimator
+
+    trainer = build(tokenizer, tmp_path, estimator=Estimator(name="grpo", aepo_clip=True, aepo_alpha=alpha))
+    batch = batch_of(trainer)
+    env = batch["tool_mask"] * batch["completion_mask"]
+    g = logits_grad(trainer, batch).abs().sum(-1)
+    assert g[env == 0].max() == 0 and g[env == 1].sum() > 0
+
+
+def test_train_grpo_with_the_tir_engine(tmp_path, tiny_dir, tokenizer):
+    """The command's path: settings -> our TIR engine on the policy's own weights -> one TRL step -> HF folder."""
+    import json
+
+    from agentic_infer.config import build_config
+    from train.grpo.config import GRPOSettings
+    from train.grpo.run import train_grpo
+
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in [("1+1?", "2"), ("2+2?", "4")]))
+    settings = build_config(GRPOSettings, overrides={
+        "model": f"hf://{tiny_dir}", "data": str(data), "out": str(tmp_path / "o"), "engine": "tir",
+        "engine_config": {"max_turns": 1, "sampling": {"max_tokens": 8}}, "reward": "math", "max_steps": 1,
+        "num_generations": 2, "batch_size": 2, "gguf": "none", "estimator": {"name": "dr_grpo"}})
+    result = train_grpo(settings)
+    assert result["steps"] == 1 and (tmp_path / "o" / "model.safetensors").exists()
+    assert result["timings"]["engine_s"] > 0

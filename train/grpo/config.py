@@ -1,0 +1,56 @@
+"""`GRPOSettings`: everything `agentic train grpo --config CONFIG.yaml` reads (YAML + `--set` overrides).
+
+    model: llamacpp://default          # any backend URI load_trainable reads
+    data: questions.jsonl              # {"question", "answer"} per line (plus any columns rewards read)
+    engine: search_o1                  # search_o1 | tir
+    engine_config: {max_searches: 2, sampling: {max_tokens: 256}}
+    index: ""                          # search_o1: a BM25 index folder ("" = the default Wikipedia index)
+    reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math)
+    estimator: {name: gigpo, omega: 1.0}
+    num_generations: 4
+    trl: {beta: 0.0}                   # any further GRPOConfig arguments
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentic_infer.errors import ConfigError
+from train.grpo.trainer import Estimator
+
+ENGINES = ("search_o1", "tir")
+REWARDS = ("em", "f1", "cover_em", "math")
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    model: str = "llamacpp://default"
+    data: str = ""
+    out: str = "runs/grpo"
+    engine: str = "search_o1"
+    engine_config: dict[str, Any] = field(default_factory=dict)
+    index: str = ""
+    reward: str = "em"
+    reward_options: dict[str, Any] = field(default_factory=dict)
+    estimator: Estimator = field(default_factory=Estimator)
+    num_generations: int = 4
+    batch_size: int = 4  # completions per device step (a multiple of num_generations)
+    max_steps: int = 10
+    learning_rate: float = 1e-6
+    max_completion_length: int = 1024
+    append_eos: str | None = "finished"
+    allow_inexact: bool = False
+    seed: int = 0
+    gguf: str = "f16"
+    dtype: str = "float32"
+    trl: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine={self.engine!r}: choose one of {ENGINES}")
+        if self.reward not in REWARDS:
+            raise ConfigError(f"reward={self.reward!r}: choose one of {REWARDS}")
+        if self.num_generations < 2 or self.batch_size % self.num_generations:
+            raise ConfigError(f"num_generations={self.num_generations}, batch_size={self.batch_size}: need "
+                              "num_generations >= 2 and batch_size a multiple of it")

@@ -1,0 +1,102 @@
+"""Staged and scheduled rewards: R1-Searcher's two stages, Atom-Searcher's process-plus-outcome schedule,
+Planner-R1's staged reward.
+
+R1-Searcher. Stage 1 teaches retrieval: R = R_retrieval (0.5 when at least one query was issued) +
+R_format (0.5 when well formed, else 0). Stage 2 teaches answering: R = R_format (0 when well formed,
+−2 when not) + R_answer (F1 of the answer). `r1_searcher_stage(step, switch_step)` picks the stage.
+
+Atom-Searcher. R = λ(t)·R_process + (1 − λ(t))·R_outcome, where R_process is a reasoning reward model's
+score of the atomic thoughts (`atomic_thoughts(text)`: the `<plan>`, `<reflection>`, `<verification>`, ...
+spans) and λ decays from `start` toward `end` over training (linear or cosine): process guidance early,
+the outcome later.
+
+Planner-R1. Stages schema validity → micro (commonsense) constraints → macro (hard) constraints → final
+pass: a stage counts only when every earlier stage passed fully; the reward is the weighted sum of what
+counts (`weights`, default 1 each, so 4 = everything passed), or only the final pass when `dense=False`.
+
+Not covered: the reasoning reward model (pass its score), the planner's constraint checkers (pass rates).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from agentic_infer.errors import ConfigError
+from train.rewards.base import RewardInput
+from train.rewards.format import r1_searcher_format
+from train.rewards.outcome import f1_reward
+from train.rewards.tool_use import tool_counts
+
+_QUERY = "<|begin_of_query|>"
+
+
+def r1_searcher_stage(step: int, switch_step: int) -> int:
+    """1 before `switch_step` training steps, 2 from then on."""
+    if step < 0 or switch_step < 0:
+        raise ConfigError(f"step={step!r}, switch_step={switch_step!r}: both must be >= 0")
+    return 1 if step < switch_step else 2
+
+
+def r1_searcher_reward(inp: RewardInput, *, stage: int) -> float:
+    """Stage 1: 0.5·[queried] + 0.5·[format]; stage 2: (0 or −2 for format) + F1 of the <answer>."""
+    ok = r1_searcher_format(inp) == 1.0
+    if stage == 1:
+        queried = tool_counts(inp.trajectory)[0] > 0 if inp.trajectory is not None else _QUERY in inp.completion
+        return 0.5 * queried + 0.5 * ok
+    if stage == 2:
+        return (0.0 if ok else -2.0) + f1_reward(inp)
+    raise ConfigError(f"stage={stage!r}: R1-Searcher has stages 1 (retrieval + format) and 2 (format + answer F1)")
+
+
+ATOMIC_TAGS = ("plan", "reflection", "verification", "hypothesis", "observation", "action", "summary", "risk_analysis")
+
+
+def atomic_thoughts(text: str, tags: Sequence[str] = ATOMIC_TAGS) -> list[tuple[str, str]]:
+    """(tag, content) of every `<tag>…</tag>` atomic-thought span, in order."""
+    pattern = re.compile(r"<({})>(.*?)</\1>".format("|".join(map(re.escape, tags))), re.DOTALL)
+    return [(m.group(1), m.group(2).strip()) for m in pattern.finditer(text)]
+
+
+def process_weight(step: int, total_steps: int, *, start: float = 0.5, end: float = 0.0,
+                   decay: Literal["linear", "cosine"] = "linear") -> float:
+    """λ(t): `start` at step 0 to `end` at `total_steps` (held after), linearly or on a half cosine."""
+    if total_steps <= 0 or step < 0:
+        raise ConfigError(f"step={step!r}, total_steps={total_steps!r}: need step >= 0 and total_steps > 0")
+    x = min(step / total_steps, 1.0)
+    if decay == "linear":
+        f = 1 - x
+    elif decay == "cosine":
+        f = 0.5 * (1 + math.cos(math.pi * x))
+    else:
+        raise ConfigError(f"decay={decay!r}: must be 'linear' or 'cosine'")
+    return end + (start - end) * f
+
+
+def atom_searcher_reward(outcome: float, process: float, *, step: int, total_steps: int, start: float = 0.5,
+                         end: float = 0.0, decay: Literal["linear", "cosine"] = "linear") -> float:
+    """λ(t)·process + (1 − λ(t))·outcome."""
+    lam = process_weight(step, total_steps, start=start, end=end, decay=decay)
+    return lam * process + (1 - lam) * outcome
+
+
+def planner_r1_reward(*, schema_valid: bool, micro: float, macro: float, final_pass: bool,
+                      weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0), dense: bool = True) -> float:
+    """Planner-R1's staged reward (see the module docstring); `micro` / `macro` are pass rates in [0, 1]."""
+    if not (0 <= micro <= 1 and 0 <= macro <= 1):
+        raise ConfigError(f"micro={micro!r}, macro={macro!r}: pass rates must be in [0, 1]")
+    if not dense:
+        return weights[3] * float(final_pass)
+    stages = (float(schema_valid), micro, macro, float(final_pass))
+    total = 0.0
+    for w, s in zip(weights, stages):
+        total += w * s
+        if s < 1.0:
+            break
+    return total
+
+
+__all__ = ["ATOMIC_TAGS", "atom_searcher_reward", "atomic_thoughts", "planner_r1_reward", "process_weight",
+           "r1_searcher_reward", "r1_searcher_stage"]

@@ -1,0 +1,190 @@
+"""Supervised fine-tuning on agent trajectories with TRL's `SFTTrainer`; the policy comes back as HF + GGUF.
+
+    agentic train sft --data rollouts.jsonl --model llamacpp://default --out runs/sft --max-steps 50 [--lora]
+    result = train_sft(build_config(SFTSettings, overrides={"data": ..., "out": ...}))
+
+Data: JSONL, one record a line, of any of
+- Rollouts (`{"example_id", "trajectories": [...]}`): the chosen trajectory (all of them for a vote);
+- Trajectories (`{"segments": [...]}`): `train.core.masks.sft_row` (ids as recorded, -100 on prompt and
+  observation tokens, a trainable end-of-turn token after a finished answer); inexact trajectories
+  (`token_exact=False`) are refused unless `allow_inexact` (then missing ids are encoded segment by segment);
+- tokenized rows (`{"input_ids", "labels"?}`): given to TRL as they are (TRL takes `labels` as given);
+- chat messages (`{"messages": [...]}`, e.g. `Trajectory.chat_messages()`): TRL tokenizes them with
+  `assistant_only_loss=True` (needs a chat template with `{% generation %}` markers).
+Packing is off by default (it would let one trajectory attend to another's observations unless TRL's
+padding-free position ids are used). LoRA (`lora=true`) goes through peft and is merged before saving.
+`out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`) and `out/sft_result.json`.
+Not covered: multi-GPU launch (see `train.launch`), DPO / preference data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentic_infer.errors import ConfigError
+from agentic_infer.types import Rollout, Trajectory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    """`agentic train sft` settings (YAML `--config`, `--set KEY=VALUE`)."""
+
+    model: str = "llamacpp://default"
+    data: str = ""
+    out: str = "runs/sft"
+    max_steps: int = -1
+    epochs: float = 1.0
+    learning_rate: float = 2e-5
+    batch_size: int = 1
+    grad_accum: int = 1
+    max_length: int = 2048
+    packing: bool = False
+    append_eos: str | None = "finished"  # train.core.masks: "finished" | "eos" | None
+    allow_inexact: bool = False
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    gguf: str = "f16"  # f32 | f16 | bf16 | q8_0 | none
+    dtype: str = "float32"
+    seed: int = 0
+    logging_steps: int = 1
+    trl: dict[str, Any] = field(default_factory=dict)  # any further SFTConfig arguments
+
+    def __post_init__(self) -> None:
+        from train.model_io import OUTTYPES
+
+        if self.gguf not in (*OUTTYPES, "none"):
+            raise ConfigError(f"gguf={self.gguf!r}: must be one of {(*OUTTYPES, 'none')}")
+        if self.max_length < 1 or self.batch_size < 1 or self.grad_accum < 1:
+            raise ConfigError("max_length, batch_size and grad_accum must be >= 1 "
+                              f"(got {self.max_length}, {self.batch_size}, {self.grad_accum})")
+
+
+@dataclass
+class SFTResult:
+    out: str
+    gguf: str | None
+    steps: int
+    rows: int
+    tokens: int  # trained (label != -100) tokens per epoch
+    train_seconds: float
+    metrics: dict[str, float]
+
+
+def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = None, append_eos: str | None = None,
+                  allow_inexact: bool = False) -> tuple[list[dict[str, Any]], str]:
+    """Rows for `SFTTrainer` and their kind ("tokens" or "messages") from a JSONL file (see the module docstring)."""
+    from agentic_infer.backends.hf import HFTokenizer
+    from train.core.masks import sft_row
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"--data {str(p)!r}: no such file; pass a JSONL of rollouts, trajectories or tokenized rows")
+    rows: list[dict[str, Any]] = []
+    kinds: set[str] = set()
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+        if "input_ids" in d:
+            ids = list(d["input_ids"])[:max_length]
+            labels = list(d.get("labels", ids))[:max_length]
+            if len(labels) != len(ids):
+                raise ConfigError(f"{p}:{n}: labels has {len(labels)} entries for {len(ids)} input_ids")
+            rows.append({"input_ids": ids, "labels": labels, "attention_mask": [1] * len(ids)})
+            kinds.add("tokens")
+        elif "messages" in d:
+            rows.append({"messages": d["messages"]})
+            kinds.add("messages")
+        elif "segments" in d or "trajectories" in d:
+            trajs = [Trajectory.from_dict(d)] if "segments" in d else _sft_trajectories(Rollout.from_dict(d))
+            for t in trajs:
+                if allow_inexact and any(s.token_ids is None for s in t.segments):
+                    t.tokenize(HFTokenizer(tokenizer))
+                try:
+                    rows.append(sft_row(t, eos_token_id=tokenizer.eos_token_id, append_eos=append_eos,
+                                        max_length=max_length, allow_inexact=allow_inexact))
+                except ConfigError as e:
+                    raise ConfigError(f"{p}:{n}: {e} (or pass --allow-inexact)") from None
+            kinds.add("tokens")
+        else:
+            raise ConfigError(f"{p}:{n}: a record with keys {sorted(d)[:8]}; expected a Rollout, a Trajectory, "
+                              "a tokenized row (input_ids) or a messages row")
+    if not rows:
+        raise ConfigError(f"--data {str(p)!r} holds no records")
+    if len(kinds) > 1:
+        raise ConfigError(f"--data {str(p)!r} mixes tokenized records and messages; use one kind per file")
+    return rows, kinds.pop()
+
+
+def _sft_trajectories(rollout: Rollout) -> list[Trajectory]:
+    """The chosen trajectory of a rollout (all of them when the answer is a vote)."""
+    return list(rollout.trajectories) if rollout.chosen is None else [rollout.trajectories[rollout.chosen]]
+
+
+def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str | None = None) -> Any:
+    """TRL's `SFTConfig` for these settings (CPU-friendly defaults: no saving mid-run, no reporting)."""
+    import torch
+    from trl import SFTConfig
+
+    kw: dict[str, Any] = dict(
+        output_dir=output_dir or str(Path(settings.out) / "trainer"), max_steps=settings.max_steps,
+        num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length, packing=settings.packing, seed=settings.seed,
+        logging_steps=settings.logging_steps, save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(),
+        dataset_kwargs={"skip_prepare_dataset": False}, assistant_only_loss=kind == "messages",
+    )
+    kw.update(settings.trl)
+    return SFTConfig(**kw)
+
+
+def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], settings: SFTSettings, *,
+                      kind: str = "tokens", output_dir: str | None = None) -> Any:
+    """A TRL `SFTTrainer` over `rows` (LoRA adapters added when `settings.lora`)."""
+    from datasets import Dataset
+    from trl import SFTTrainer
+
+    peft_config = None
+    if settings.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
+                                 target_modules=list(settings.lora_targets), task_type="CAUSAL_LM")
+    return SFTTrainer(model=model, args=sft_config(settings, kind=kind, output_dir=output_dir),
+                      train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
+
+
+def train_sft(settings: SFTSettings) -> SFTResult:
+    """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`."""
+    from train.model_io import export_gguf, load_trainable, save_checkpoint
+
+    if not settings.data:
+        raise ConfigError("no training data: pass --data PATH (JSONL of rollouts, trajectories or tokenized rows)")
+    model, tokenizer = load_trainable(settings.model, dtype=settings.dtype)
+    rows, kind = read_sft_data(settings.data, tokenizer, max_length=settings.max_length,
+                               append_eos=settings.append_eos, allow_inexact=settings.allow_inexact)
+    trainer = build_sft_trainer(model, tokenizer, rows, settings, kind=kind)
+    t0 = time.perf_counter()
+    out = trainer.train()
+    seconds = time.perf_counter() - t0
+    dest = save_checkpoint(trainer.model, tokenizer, settings.out)
+    gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
+    tokens = sum(sum(1 for x in r["labels"] if x != -100) for r in rows) if kind == "tokens" else 0
+    result = SFTResult(out=str(dest), gguf=gguf, steps=int(out.global_step), rows=len(rows), tokens=tokens,
+                       train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()})
+    (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
+                                                     default=str))
+    return result
