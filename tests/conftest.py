@@ -90,30 +90,9 @@ def hf_smollm2():
 
 def _gguf_to_hf_dir(gguf: Path, target: Path) -> None:
     """Dequantise `gguf` with transformers and write it as a plain transformers model directory (atomically)."""
-    import shutil
-    import tempfile
+    from train.model_io import gguf_to_hf
 
-    import torch
-    from safetensors.torch import save_file
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    kw = {"gguf_file": gguf.name, "local_files_only": True}
-    config = AutoConfig.from_pretrained(str(gguf.parent), **kw)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), **kw)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), dtype=torch.float32, **kw)
-    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
-    weights = {k: v.contiguous() for k, v in model.state_dict().items() if k not in tied}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
-    try:
-        config.save_pretrained(tmp)
-        model.generation_config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    gguf_to_hf(gguf, target)
 
 
 @pytest.fixture()

@@ -1,5 +1,10 @@
-"""train: distilling trajectories back into a policy (SFT and GRPO-family RL on TRL, export for verl).
+"""train: distilling agent trajectories back into a policy, on TRL 1.16 (see each module's docstring).
 
-Nothing is implemented here yet; it arrives with its own issue. `Trajectory.loss_mask()` and the
-per-token logprobs the engines record are what it will consume.
+- `core/`: the algorithm core as pure torch/numpy functions (masks, advantages incl. GiGPO / ARPO / AEPO,
+  PPO-clip losses, branching and tool budgets, diagnostics); `rewards/`: rewards on `agentic_infer.verify`
+  with TRL and verl adapters.
+- `sft`: `SFTTrainer` on our tokenized rows or messages (LoRA via peft); `grpo/`: `GRPOTrainer` with our
+  engines' multi-turn `rollout_func` and our advantage estimators (`agentic train sft|grpo`).
+- `model_io`: backend URIs -> trainable models, checkpoints -> HF folder + GGUF; `launch`: accelerate /
+  DeepSpeed / FSDP / vLLM-server launch configs; `verl_export`: verl parquet, reward shim, estimators.
 """

@@ -92,16 +92,32 @@ class HFLLM(BaseLLM):
         kw: dict[str, Any] = {"local_files_only": True}
         if gguf_file:
             kw["gguf_file"] = gguf_file
-        self._hf_tok = AutoTokenizer.from_pretrained(tokenizer or path, **kw)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtypes[dtype], **kw).to(device).eval()
+        hf_tok = AutoTokenizer.from_pretrained(tokenizer or path, **kw)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtypes[dtype], **kw).to(device).eval()
+        self._attach(model, hf_tok, device)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, *, device: str | None = None) -> HFLLM:
+        """The backend over an already loaded transformers model and tokenizer (no files read): e.g. the
+        policy a trainer is updating, generated from with its current weights. The model is used as it is
+        (not moved, not switched to eval mode); `device` defaults to where its parameters are."""
+        llm = cls.__new__(cls)
+        BaseLLM.__init__(llm)
+        llm._attach(model, tokenizer, device or str(next(model.parameters()).device))
+        return llm
+
+    def _attach(self, model: Any, hf_tok: Any, device: str) -> None:
+        self.model = model
+        self._hf_tok = hf_tok
         self.device = device
-        self.context_length = int(getattr(self.model.config, "max_position_embeddings", 0) or 0) or None
-        self._tokenizer = HFTokenizer(self._hf_tok)
-        self._template = ChatTemplate(self._hf_tok.chat_template or _chatml(),
-                                      bos_token=self._hf_tok.bos_token or "", eos_token=self._hf_tok.eos_token or "")
-        eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
+        self._tokenizer = HFTokenizer(hf_tok)
+        self._template = ChatTemplate(hf_tok.chat_template or _chatml(), bos_token=hf_tok.bos_token or "",
+                                      eos_token=hf_tok.eos_token or "")
+        gen = getattr(model, "generation_config", None)
+        eos = gen.eos_token_id if gen is not None else None
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
-        self._eos = {int(e) for e in eos} | ({self._hf_tok.eos_token_id} if self._hf_tok.eos_token_id is not None else set())
+        self._eos = {int(e) for e in eos} | ({hf_tok.eos_token_id} if hf_tok.eos_token_id is not None else set())
         self._lock = threading.Lock()
 
     @property
