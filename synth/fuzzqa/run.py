@@ -1,0 +1,241 @@
+"""`run_fuzzqa`: fuzzed multi-hop QA from a corpus (or grounded in structured evidence), resumable, with a funnel.
+
+    stats = asyncio.run(run_fuzzqa("out/", llm=load_llm("llamacpp://default"), corpus="wiki-vital", n=50))
+    stats = asyncio.run(run_fuzzqa("out/", llm=llm, grounded="musique:../shared/data/multihop/musique_full_train_100.jsonl"))
+
+Writes, under `out`:
+- `qa.jsonl`: the QAs that passed every gate, HotpotQA records (`_id, question, answer, context,
+  supporting_facts`, plus `hops`, `triples`, `evidence_ids`): `agentic eval run --task hotpotqa --data
+  out/qa.jsonl` evaluates them, and train reads them through the same loader;
+- `provenance.jsonl`: one record per finished seed (every version, gate verdicts, scores, triples; see
+  `synth.fuzzqa.chain`); it is the completion marker: a rerun skips every seed in it, drops a torn last line,
+  and rebuilds `qa.jsonl` from it (so the two never disagree);
+- `stats.json`: the funnel (`write`: action attempts in -> parsed; `gates`: per gate in -> out and the drop
+  reasons), QAs kept, hop histogram, mean closed-book / with-tools scores, LLM requests (and, with the cache,
+  backend calls), wall time;
+- `cache/llm.sqlite3`, `cache/judge.sqlite3` (with `config.cache`): a rerun pays for no finished request twice.
+
+Corpora: `wiki-vital` (default; seeds from it, the with-tools agent searches the prebuilt default BM25 index),
+`multihop` / `multihop-pooled`, or a corpus file/directory (an in-memory BM25 index). Grounded mode
+(`grounded="TASK:FILE"`) takes its seeds from FILE and, without `corpus`, searches eval's pooled corpus of FILE.
+Not covered: datatrove executors (the seeds run in one process; a seed is the unit of resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from agentic_infer.backends.base import LLM
+from agentic_infer.errors import ConfigError
+from agentic_infer.tools.retrieval.base import Document
+from synth.fuzzqa.chain import FuzzQA, SeedRecord
+from synth.fuzzqa.config import GATES, FuzzQAConfig
+from synth.fuzzqa.grounded import grounded_seeds, parse_grounded
+from synth.fuzzqa.provenance import Version, qa_row
+
+log = logging.getLogger(__name__)
+CORPUS_ALIASES = {"multihop": "multihop-pooled"}
+
+
+class CountingLLM:
+    """Counts `generate` requests of the wrapped backend (everything else is delegated)."""
+
+    def __init__(self, llm: Any):
+        self.llm, self.requests = llm, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+    async def generate(self, prompt: Any, params: Any) -> Any:
+        self.requests += 1
+        return await self.llm.generate(prompt, params)
+
+
+def make_judge(kind: str, llm: Any, cache: Path | None) -> Any:
+    """The equivalence judge: `json` (EquivalenceJudge), `yesno` (P(Yes), small models), or a metric (no LLM)."""
+    from agentic_infer.engines.judge import EquivalenceJudge, YesNoEquivalenceJudge
+    from agentic_infer.verify import MetricJudge
+
+    if kind in ("em", "cover_em", "f1"):
+        return MetricJudge(kind, threshold=0.5 if kind == "f1" else 1.0)
+    cls = YesNoEquivalenceJudge if kind == "yesno" else EquivalenceJudge
+    return cls(llm, cache=cache, **({} if kind == "yesno" else {"max_tokens": 128, "temperature": 0.0}))
+
+
+def corpus_documents(corpus: str) -> tuple[str, list[Document]]:
+    from agentic_infer.tools.retrieval.recipes import resolve_corpus
+
+    name, docs = resolve_corpus(CORPUS_ALIASES.get(corpus, corpus))
+    return name, list(docs)
+
+
+def make_retriever(corpus: str, docs: list[Document]) -> Any:
+    if corpus == "wiki-vital":
+        from agentic_infer.tools.retrieval.default_index import ensure_default_index
+        from agentic_infer.tools.retrieval.index import load_index
+
+        return load_index(ensure_default_index())
+    from agentic_infer.tools.retrieval.bm25 import BM25Index
+
+    return BM25Index.from_documents(docs)
+
+
+def pick_seeds(docs: list[Document], n: int, *, min_words: int, seed: int) -> list[Document]:
+    pool = [d for d in docs if len(d.text.split()) >= min_words]
+    random.Random(seed).shuffle(pool)
+    return pool[:n]
+
+
+# -- resume -------------------------------------------------------------------------------------------
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The finished seed records; a torn or unreadable line (a killed run) is dropped and the file rewritten."""
+    if not path.is_file():
+        return []
+    good, lines = [], path.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        try:
+            good.append(json.loads(line))
+        except json.JSONDecodeError:
+            log.warning("%s: dropping an unreadable line (a killed run?): %r", path, line[:80])
+    if len(good) != len([x for x in lines if x.strip()]):
+        _atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good))
+    return good
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# -- stats --------------------------------------------------------------------------------------------
+def funnel(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-gate funnel of finished seed records (see the module docstring)."""
+    write_in, write_drop = Counter(), Counter()
+    gates = {g: {"in": 0, "out": 0, "dropped": Counter()} for g in GATES}
+    hops, cb, wt = Counter(), [], []
+    for rec in records:
+        for w in rec["writes"]:
+            write_in[w["action"]] += 1
+            if not w["ok"]:
+                write_drop[f"{w['action']}:{w['reason']}"] += 1
+        for v in rec["versions"]:
+            for g in v["gates"]:
+                gates[g["gate"]]["in"] += 1
+                gates[g["gate"]]["out"] += int(g["keep"])
+                if not g["keep"]:
+                    gates[g["gate"]]["dropped"][g["reason"]] += 1
+        if rec.get("final") is not None:
+            v = rec["versions"][rec["final"]]
+            hops[str(v["hops"])] += 1
+            cb.append(v["closed_book"]["score"])
+            wt.append(v["with_tools"]["score"])
+    n_writes = sum(write_in.values())
+    return {
+        "seeds": len(records), "qas": sum(rec.get("final") is not None for rec in records),
+        "versions": sum(len(r["versions"]) for r in records),
+        "write": {"in": n_writes, "out": n_writes - sum(write_drop.values()), "by_action": dict(write_in),
+                  "dropped": dict(write_drop)},
+        "gates": {g: {"in": s["in"], "out": s["out"], "dropped": dict(s["dropped"])} for g, s in gates.items()},
+        "final_hops": dict(hops),
+        "final_closed_book_score_mean": sum(cb) / len(cb) if cb else None,
+        "final_with_tools_score_mean": sum(wt) / len(wt) if wt else None,
+    }
+
+
+# -- the run ------------------------------------------------------------------------------------------
+async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None, corpus: str | None = None,
+                     grounded: str | None = None, n: int = 50, config: FuzzQAConfig | None = None,
+                     retriever: Any = None, on_seed: Any = None) -> dict[str, Any]:
+    """Synthesize QAs from `n` seeds into `out` (see the module docstring); returns the stats written."""
+    cfg = config or FuzzQAConfig()
+    if not isinstance(n, int) or n < 1:
+        raise ConfigError(f"--n {n!r}: must be an integer >= 1")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    if grounded:
+        task, path = parse_grounded(grounded)
+        gseeds, skipped = grounded_seeds(task, path)
+        seeds: list[Any] = gseeds[:n]
+        if corpus is None and retriever is None:
+            from agentic_infer.tools.retrieval.bm25 import BM25Index
+            from eval.tasks._multihop import pooled
+
+            retriever = BM25Index.from_documents(pooled(path))
+        source = f"grounded:{task}:{path.name}"
+    else:
+        skipped = Counter()
+        name, docs = corpus_documents(corpus or "wiki-vital")
+        seeds = pick_seeds(docs, n, min_words=cfg.min_seed_words, seed=cfg.seed)
+        source = corpus or "wiki-vital"
+    if retriever is None:
+        corpus_name = CORPUS_ALIASES.get(corpus or "wiki-vital", corpus or "wiki-vital")
+        docs = [] if corpus_name == "wiki-vital" else corpus_documents(corpus_name)[1]
+        retriever = make_retriever(corpus_name, docs)
+    if not seeds:
+        raise ConfigError(f"no seeds: {grounded or corpus!r} gave no usable seed (skipped: {dict(skipped)})")
+
+    policy: Any = llm
+    if cfg.cache:
+        from agentic_infer.backends.cache import CachedLLM
+
+        policy = CachedLLM(llm, out / "cache" / "llm.sqlite3")
+    policy = CountingLLM(policy)
+    judge = make_judge(cfg.judge, judge_llm or llm, out / "cache" / "judge.sqlite3" if cfg.cache else None)
+    fz = FuzzQA(policy, judge, retriever, cfg)
+
+    prov_path, qa_path = out / "provenance.jsonl", out / "qa.jsonl"
+    records = read_records(prov_path)
+    done = {r["seed_id"] for r in records}
+    _atomic_write(qa_path, "".join(json.dumps(r["qa"], ensure_ascii=False) + "\n" for r in records if r.get("qa")))
+    todo = [s for s in seeds if (s.id if isinstance(s, Document) else s.seed_id) not in done]
+    log.info("fuzzqa: %d seeds, %d already done, %d to run", len(seeds), len(seeds) - len(todo), len(todo))
+    limit = asyncio.Semaphore(cfg.concurrency)
+
+    def write_stats() -> dict[str, Any]:
+        stats = {"source": source, "mode": "grounded" if grounded else "ungrounded", "n": n,
+                 "seeds_planned": len(seeds), "seeds_skipped": dict(skipped), **funnel(records),
+                 "llm_requests": policy.requests, "judge_calls": getattr(judge, "calls", 0),
+                 "backend_calls": getattr(policy.llm, "misses", None), "resumed_seeds": len(done),
+                 "wall_s": round(time.perf_counter() - t0, 1), "config": _config_dict(cfg)}
+        _atomic_write(out / "stats.json", json.dumps(stats, indent=2, ensure_ascii=False))
+        return stats
+
+    async def one(seed: Any) -> None:
+        async with limit:
+            rec: SeedRecord = await (fz.run_seed(seed) if isinstance(seed, Document) else fz.run_grounded(seed))
+        row = rec.to_dict()
+        final: Version | None = rec.versions[rec.final] if rec.final is not None else None
+        row["qa"] = qa_row(final, seed_id=rec.seed_id, source=source) if final else None
+        _append(prov_path, row)
+        if row["qa"]:
+            _append(qa_path, row["qa"])
+        records.append(row)
+        write_stats()
+        if on_seed is not None:
+            on_seed(row)
+
+    await asyncio.gather(*(one(s) for s in todo))
+    return write_stats()
+
+
+def _config_dict(cfg: FuzzQAConfig) -> dict[str, Any]:
+    from agentic_infer.config import config_to_dict
+
+    return config_to_dict(cfg)
