@@ -10,7 +10,8 @@ Data: JSONL, one record a line, of any of
   (`token_exact=False`) are refused unless `allow_inexact` (then missing ids are encoded segment by segment);
 - tokenized rows (`{"input_ids", "labels"?}`): given to TRL as they are (TRL takes `labels` as given);
 - chat messages (`{"messages": [...]}`, e.g. `Trajectory.chat_messages()`): TRL tokenizes them with
-  `assistant_only_loss=True` (needs a chat template with `{% generation %}` markers).
+  `assistant_only_loss=True` on a copy of the tokenizer whose template has `{% generation %}` markers
+  (`train.chat_template`: ChatML rendered as the model's own, assistant content and `<|im_end|>` trained).
 Packing is off by default (it would let one trajectory attend to another's observations unless TRL's
 padding-free position ids are used). LoRA (`lora=true`) goes through peft and is merged before saving.
 `out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`) and `out/sft_result.json`.
@@ -157,6 +158,10 @@ def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], se
     from datasets import Dataset
     from trl import SFTTrainer
 
+    from train.chat_template import training_tokenizer
+
+    if kind == "messages" and "chat_template_path" not in settings.trl:
+        tokenizer = training_tokenizer(tokenizer)  # a copy with {% generation %} markers (assistant_only_loss)
     peft_config = None
     if settings.lora:
         from peft import LoraConfig

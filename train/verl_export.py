@@ -9,9 +9,8 @@ Rows follow verl's RL dataset schema: `data_source`, `prompt` (chat messages), `
 `reward_model: {style: "rule", ground_truth}`, `extra_info` (index, question, split). The reward shim is
 `train.rewards.adapters.verl_compute_score` over a `train.rewards.outcome` reward, set through
 `reward.custom_reward_function.{path,name}`. verl has no GiGPO: `adv_estimators.py` registers ours with
-`@register_adv_est` (guarded: importing it without verl is a no-op). An `AgentLoopBase` adapter that runs
-our agent loop through verl's `LLMServerClient` (token ids in, token ids out) needs verl and a GPU and is
-not written here (see the report in README's Training section).
+`@register_adv_est` (guarded: importing it without verl is a no-op). The `AgentLoopBase` adapter that runs
+our agent loop through verl's `LLMServerClient` (token ids in, token ids out) is `train.verl_agent_loop`.
 """
 
 from __future__ import annotations
