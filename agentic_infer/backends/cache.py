@@ -9,13 +9,17 @@ token ids; a message list is rendered with the backend's chat template first), e
 (seed included) and the model's identity (`model_id`, default the backend's URI-less name and class), plus
 an occurrence number: the k-th identical request of a run replays the k-th stored answer, so an engine that
 asks the same thing twice on purpose (k unseeded samples) still gets k different answers, and a rerun
-gets them back in the same order. A result is written (and committed) the moment the backend returns, so
-a process killed mid-run loses only the requests in flight. The file is safe to share between processes
-(datatrove workers): SQLite's WAL mode, one connection per process, `INSERT OR IGNORE`.
+gets them back in the same order. A result is written the moment the backend returns, in ONE transaction
+with its line in the `calls` table (one commit per call, in a worker thread so the event loop goes on), and
+`generate` returns only once that commit is done: a process killed mid-run loses only the requests in
+flight (never finished, so never stored, and paid again on the rerun: their answers were never seen). The
+file is safe to share between processes (datatrove workers): SQLite's WAL mode, one connection per
+process, `INSERT OR IGNORE`.
 
-Every backend call is also logged in the `calls` table (key, when), so tests and benchmarks can count
-what a run really paid for (`backend_calls(path)`). Streaming (`stream`) replays a cached answer token by
-token and caches a stream that ran to its end; an abandoned stream is not cached.
+Every finished backend call is logged in the `calls` table (key, pid, when it started), so tests and
+benchmarks can count what a run really paid for (`backend_calls(path)`); a call killed in flight is not
+logged (it is not stored either). Streaming (`stream`) replays a cached answer token by token and caches
+a stream that ran to its end; an abandoned stream is not cached.
 Not covered: expiry, size limits, sharing one cache between different models under one `model_id`.
 """
 
@@ -118,16 +122,22 @@ class CachedLLM:
             return None
         return [Completion.from_dict(d) for d in json.loads(row[0])]
 
-    def _log_call(self, key: str) -> None:
-        with self._lock:
-            self._db().execute("INSERT INTO calls (key, pid, started) VALUES (?, ?, ?)", (key, os.getpid(), time.time()))
-
-    def _store(self, key: str, prompt: Any, params: SamplingParams, result: list[Completion]) -> None:
+    def _store(self, key: str, prompt: Any, params: SamplingParams, result: list[Completion], started: float) -> None:
+        """The finished call and its answer, in one transaction (one commit)."""
         request = json.dumps({"model": self.model_id, "params": params.to_dict(),
                               "prompt": prompt if isinstance(prompt, str) else list(prompt)}, ensure_ascii=False)
+        answer = json.dumps([c.to_dict() for c in result])
         with self._lock:
-            self._db().execute("INSERT OR IGNORE INTO responses (key, request, result, created) VALUES (?, ?, ?, ?)",
-                               (key, request, json.dumps([c.to_dict() for c in result]), time.time()))
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("INSERT INTO calls (key, pid, started) VALUES (?, ?, ?)", (key, os.getpid(), started))
+                db.execute("INSERT OR IGNORE INTO responses (key, request, result, created) VALUES (?, ?, ?, ?)",
+                           (key, request, answer, time.time()))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def _prompt(self, prompt: Prompt) -> str | list[int]:
         if isinstance(prompt, str):
@@ -146,9 +156,9 @@ class CachedLLM:
             self.hits += 1
             return cached
         self.misses += 1
-        await asyncio.to_thread(self._log_call, key)  # SQLite commits off the event loop: other requests go on
+        started = time.time()
         result = await self.llm.generate(p, params)
-        await asyncio.to_thread(self._store, key, p, params, result)
+        await asyncio.to_thread(self._store, key, p, params, result, started)  # the commit off the event loop
         return result
 
     async def stream(self, prompt: Prompt, params: SamplingParams) -> AsyncIterator[StreamDelta]:
@@ -168,7 +178,7 @@ class CachedLLM:
                                   c.stop_reason if last else None)
             return
         self.misses += 1
-        self._log_call(key)
+        started = time.time()
         from agentic_infer.backends.base import collect
 
         deltas: list[StreamDelta] = []
@@ -187,7 +197,7 @@ class CachedLLM:
                 for d in deltas:
                     yield d
 
-            self._store(key, p, params, [await collect(again())])
+            await asyncio.to_thread(self._store, key, p, params, [await collect(again())], started)
 
     async def aclose(self) -> None:
         close = getattr(self.llm, "aclose", None)

@@ -27,6 +27,8 @@ Sets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
     "--set", help="Override one setting: KEY=VALUE, dotted (rollout.samples=4, executor.tasks=2); repeatable.")]
 Tasks = Annotated[int, typer.Option("--tasks", help="datatrove tasks (shards of the input).")]
 Workers = Annotated[int, typer.Option("--workers", help="datatrove tasks run at once.")]
+ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="A progress bar of the items (drawn only "
+                                            "on a terminal, with one worker).")]
 
 
 def _run(overrides: dict[str, Any], *, file: Path | None = None, sets: list[str] | None = None) -> None:
@@ -50,11 +52,11 @@ def _run(overrides: dict[str, Any], *, file: Path | None = None, sets: list[str]
 
 @synth_app.command("run")
 def run_cmd(config: Annotated[Path, typer.Argument(help="The pipeline's YAML config (synth.pipeline.config).")],
-            sets: Sets = None) -> None:
+            sets: Sets = None, progress: ShowProgress = True) -> None:
     """Run a synth pipeline from its YAML config."""
     if not config.is_file():
         raise ConfigError(f"CONFIG {str(config)!r}: no such file; write the pipeline's YAML (see synth.pipeline.config)")
-    _run({}, file=config, sets=sets)
+    _run({}, file=config, sets=[*(sets or ()), *(() if progress else ("executor.progress=false",))])
 
 
 @synth_app.command("rollouts")
@@ -71,6 +73,7 @@ def rollouts_cmd(
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="verify metric(s) to judge with; "  # noqa: UP007
                                                        "default: em when a filter needs verdicts.")] = None,
     filters: Filters = None, tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None,
+    progress: ShowProgress = True,
 ) -> None:
     """Run an engine on a benchmark file: k samples per question as Trajectory records, judged and filtered."""
     names = [f.partition(":")[0] for f in filters or ()]
@@ -80,7 +83,7 @@ def rollouts_cmd(
         "out": str(out), "name": f"{task}-{engine}",
         "reader": {"kind": "task", "task": task, "path": str(data), "limit": limit},
         "rollout": {"engine": engine, "backend": backend, "samples": samples, "max_tokens": max_tokens},
-        "filters": list(filters or ()), "executor": {"tasks": tasks, "workers": workers}}
+        "filters": list(filters or ()), "executor": {"tasks": tasks, "workers": workers, "progress": progress}}
     if metrics:
         overrides["judge"] = {"metrics": metrics}
     _run(overrides, sets=sets)
@@ -93,7 +96,7 @@ def filter_cmd(
     filters: Filters = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="verify metric(s) to (re)judge with "  # noqa: UP007
                                                        "before filtering.")] = None,
-    tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None,
+    tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None, progress: ShowProgress = True,
 ) -> None:
     """Filter existing trajectories; the kept ones go to OUT, the dropped ones to OUT/dropped/ with their reason."""
     if not filters and not judge:
@@ -104,7 +107,8 @@ def filter_cmd(
                           "is kept")
     overrides: dict[str, Any] = {"out": str(out), "name": f"filter-{inp.name}",
                                  "reader": {"kind": "trajectories", "path": str(inp)},
-                                 "filters": list(filters or ()), "executor": {"tasks": tasks, "workers": workers}}
+                                 "filters": list(filters or ()),
+                                 "executor": {"tasks": tasks, "workers": workers, "progress": progress}}
     if judge:
         overrides["judge"] = {"metrics": list(judge)}
     _run(overrides, sets=sets)

@@ -6,7 +6,7 @@
 out: runs/hotpot-sft            # output directory (trajectories/, dropped/, stats.json, README.md, cache/)
 reader: {kind: task, task: hotpotqa, path: ../shared/data/multihop/hotpotqa_train_100.json, limit: 20}
 rollout: {engine: direct, backend: "llamacpp://default", samples: 4, max_tokens: 64, temperature: 0.7}
-judge: {metrics: [em, f1]}
+judge: {metrics: [em, f1, {name: judge_acc, backend: "openai://HOST:8000/v1?model=M", verdict: json}]}
 filters:                        # in order; each `{name: NAME, ...options}` (see synth.pipeline.filters)
   - {name: correct, metric: em}
   - {name: length, max_tokens: 512}
@@ -59,7 +59,8 @@ class RolloutConfig:
     seed: int = 0
     concurrency: int = 8
     options: dict[str, Any] = field(default_factory=dict)  # the engine's own options (eval's --opt)
-    index: str | None = None  # a built retrieval index, for engines that search
+    index: str | None = None  # for engines that search: a built index directory, or eval's corpora:
+    #                           per-question (each example's own paragraphs), pooled, wiki-vital
     cache: bool = True  # per-request LLM cache in OUT/cache/llm.sqlite3
 
     def __post_init__(self) -> None:
@@ -71,14 +72,37 @@ class RolloutConfig:
 
 @dataclass
 class JudgeConfig:
-    metrics: tuple[str, ...] = ("em",)  # names of agentic_infer.verify.METRICS
+    """Verdicts into `Trajectory.rewards`: each entry of `metrics` is a verify metric's name (`em`, `f1`, ...)
+    or an LLM judge `{name: judge_acc, backend: URI, verdict: json|yes-no}` (eval's judges, see
+    `synth.pipeline.steps.JudgeStep`; its verdicts cached in OUT/cache/judge-<name>.sqlite3)."""
+
+    metrics: tuple[Any, ...] = ("em",)
+    concurrency: int = 8  # LLM-judge calls at once
 
     def __post_init__(self) -> None:
         from agentic_infer.verify import METRICS
+        from synth.pipeline.steps import check_judge_spec
 
-        bad = [m for m in self.metrics if m not in METRICS]
+        self.metrics = tuple(self.metrics)
+        bad = [m for m in self.metrics if isinstance(m, str) and m not in METRICS]
         if bad:
-            raise ConfigError(f"judge.metrics: unknown metric(s) {bad}; choose from {sorted(METRICS)}")
+            raise ConfigError(f"judge.metrics: unknown metric(s) {bad}; choose from {sorted(METRICS)}, or give an "
+                              "LLM judge {name: judge_acc, backend: URI, verdict: json|yes-no}")
+        for m in self.metrics:
+            if not isinstance(m, str):
+                check_judge_spec(m)
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ConfigError(f"judge.concurrency={self.concurrency!r}: must be an integer >= 1")
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return tuple(m for m in self.metrics if isinstance(m, str))
+
+    @property
+    def judge_specs(self) -> list[dict[str, Any]]:
+        from synth.pipeline.steps import check_judge_spec
+
+        return [check_judge_spec(m) for m in self.metrics if not isinstance(m, str)]
 
 
 @dataclass
@@ -96,7 +120,7 @@ class ExecutorConfig:
     tasks: int = 1
     workers: int = 1
     start_method: str = "fork"  # multiprocess start method for workers > 1 ("forkserver", "spawn")
-    progress: bool = True
+    progress: bool = True  # a progress bar of the items (on a terminal, with one worker; synth.pipeline.progress)
 
     def __post_init__(self) -> None:
         for name in ("tasks", "workers"):

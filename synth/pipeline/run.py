@@ -47,18 +47,27 @@ def config_hash(cfg: PipelineConfig) -> str:
 def build_steps(cfg: PipelineConfig, **rollout_kwargs: Any) -> list[Any]:
     """The datatrove steps of `cfg` (validated now: a missing file, an unknown engine, task, metric or filter
     raises a ConfigError before anything runs). `rollout_kwargs` go to `RolloutStep` (e.g. `make_llm`)."""
+    from synth.pipeline.progress import ItemProgress
+
     out = Path(cfg.out)
     r = cfg.reader
-    steps: list[Any] = [Reader(kind=r.kind, path=r.path, task=r.task, limit=r.limit, fields=r.fields)]
+    ex = cfg.executor
+    progress = ItemProgress(label=f"{cfg.name}: {'rollout' if cfg.rollout is not None else 'items'}",
+                            counter="rollout" if cfg.rollout is not None else "reader",
+                            enabled=ex.progress and min(ex.workers, ex.tasks) == 1)
+    steps: list[Any] = [Reader(kind=r.kind, path=r.path, task=r.task, limit=r.limit, fields=r.fields,
+                               progress=progress)]
     if cfg.rollout is not None:
         ro = cfg.rollout
         steps.append(RolloutStep(engine=ro.engine, backend=ro.backend, task=ro.task or "", samples=ro.samples,
                                  max_tokens=ro.max_tokens, temperature=ro.temperature, seed=ro.seed,
-                                 concurrency=ro.concurrency, options=ro.options, index=ro.index,
+                                 concurrency=ro.concurrency, options=ro.options, index=ro.index, data=r.path,
                                  cache_path=str(out / "cache" / "llm.sqlite3") if ro.cache else None,
-                                 **rollout_kwargs))
+                                 progress=progress, **rollout_kwargs))
     if cfg.judge is not None:
-        steps.append(JudgeStep(metrics=cfg.judge.metrics))
+        steps.append(JudgeStep(metrics=cfg.judge.metric_names, judge_specs=cfg.judge.judge_specs,
+                               task=(cfg.rollout.task if cfg.rollout is not None else None) or r.task or "",
+                               cache_dir=str(out / "cache"), concurrency=cfg.judge.concurrency))
     needs_trajectories = cfg.judge is not None or any(
         f["name"] not in ("exact_dedup", "minhash_dedup", "decontaminate") for f in cfg.filters)
     if needs_trajectories and cfg.rollout is None and r.kind != "trajectories":
@@ -118,7 +127,7 @@ def merge_stats(logs: Path) -> list[dict[str, Any]]:
             "out": n_in if "WRITER" in st.name else int(counts.get("forwarded", 0)),
             "dropped": {k[len("dropped_"):]: int(v) for k, v in counts.items() if k.startswith("dropped_")},
             **{k: int(counts[k]) for k in ("prompt_tokens", "completion_tokens", "llm_calls", "cache_hits",
-                                           "backend_calls") if k in counts},
+                                           "backend_calls", "judge_calls", "judge_backend_calls") if k in counts},
             **{k: int(v) for k, v in counts.items() if k.startswith("correct:")},
             "time_s": round(float(st.time_stats.total), 3),
         })
@@ -130,6 +139,21 @@ def read_trajectories(out: Path) -> list[Any]:
     from agentic_infer.types import Trajectory
 
     return [t for f in sorted((out / "trajectories").glob("*.jsonl")) for t in read_jsonl(f, Trajectory.from_json)]
+
+
+def first_trajectory(out: Path) -> list[Any]:
+    """The first record written (the card's sample), read alone: `[Trajectory]`, or `[]`."""
+    from agentic_infer.types import Trajectory
+
+    for f in sorted((out / "trajectories").glob("*.jsonl")):
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        return [Trajectory.from_json(line)]
+                    except (KeyError, TypeError, ValueError):  # input items written without a rollout
+                        return []
+    return []
 
 
 def run_pipeline(cfg: PipelineConfig, **rollout_kwargs: Any) -> dict[str, Any]:
@@ -151,17 +175,16 @@ def run_pipeline(cfg: PipelineConfig, **rollout_kwargs: Any) -> dict[str, Any]:
     summary = {"name": cfg.name, "config_hash": digest, "tasks": ex.tasks, "wall_s": round(time.monotonic() - t0, 3),
                "steps": merge_stats(logs)}
     summary["records"] = summary["steps"][-1]["out"] if summary["steps"] else 0
-    if cfg.writer.jsonl:
-        trajs = read_trajectories(out)
-        summary["records"] = len(trajs)
-        if cfg.writer.save_to_disk and trajs and trajs[0] is not None:
+    if cfg.writer.jsonl:  # what the JSONL writer wrote; the records are read back only for save_to_disk
+        summary["records"] = next(s["in"] for s in summary["steps"] if s["step"] == TrajectoryWriter.name)
+        if cfg.writer.save_to_disk and summary["records"]:
             from agentic_infer.types import trajectories_to_dataset
 
-            trajectories_to_dataset(trajs).save_to_disk(str(out / "dataset"))
+            trajectories_to_dataset(read_trajectories(out)).save_to_disk(str(out / "dataset"))
         if cfg.writer.card:
             from synth.pipeline.card import write_card
 
-            write_card(out, cfg, summary, trajs[:1])
+            write_card(out, cfg, summary, first_trajectory(out))
     tmp = out / "stats.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False))
     tmp.replace(out / "stats.json")

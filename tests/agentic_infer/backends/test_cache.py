@@ -46,3 +46,48 @@ def test_messages_are_rendered_and_stream_is_cached(tmp_path):
     assert asyncio.run(stream(llm)) == "hello world"
     replay = CachedLLM(FakeLLM([]), db)
     assert asyncio.run(stream(replay)) == "hello world" and replay.hits == 1
+
+
+class _Dies(FakeLLM):
+    """A backend that is killed in flight: the call starts and never returns an answer."""
+
+    async def generate(self, prompt, params):
+        raise RuntimeError("killed in flight")
+
+
+def test_a_call_and_its_answer_are_one_commit_and_stored_before_it_returns(tmp_path):
+    import sqlite3
+
+    from agentic_infer.backends.cache import cached_keys
+
+    db = tmp_path / "c.sqlite3"
+    llm = CachedLLM(FakeLLM(["one", "two", "three"]), db)
+    statements: list[str] = []
+    llm._db().set_trace_callback(statements.append)
+
+    async def go():
+        await llm.generate("q", P)
+        seen = cached_keys(db), len(backend_calls(db))  # another connection, the moment generate returned
+        await llm.generate("q2", P)
+        return seen
+
+    (keys, calls) = asyncio.run(go())
+    assert len(keys) == 1 and calls == 1  # committed before generate returned, the call with its answer
+    assert sum(s.strip().upper() == "COMMIT" for s in statements) == 2  # one commit per backend call
+    assert sum(s.lstrip().upper().startswith("INSERT") for s in statements) == 4  # a call line + an answer each
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 2
+    conn.close()
+
+
+def test_a_call_killed_in_flight_leaves_no_trace_and_is_paid_again(tmp_path):
+    db = tmp_path / "c.sqlite3"
+    dying = CachedLLM(_Dies(["x"]), db)
+    try:
+        asyncio.run(dying.generate("q", P))
+    except RuntimeError:
+        pass
+    assert backend_calls(db) == []  # nothing logged nor stored for a call that never finished
+    rerun = CachedLLM(FakeLLM(["answer"]), db)
+    assert asyncio.run(rerun.generate("q", P))[0].text == "answer" and rerun.misses == 1
+    assert len(backend_calls(db)) == 1

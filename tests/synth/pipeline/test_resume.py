@@ -57,6 +57,7 @@ def test_sigkill_then_rerun_loses_nothing_duplicates_nothing_repays_nothing(tmp_
     assert 6 <= len(done_before) < 32, "the kill must land mid-run"
     assert not (out / "stats.json").exists()
     calls_before = len(backend_calls(db))
+    assert calls_before == len(done_before)  # a call is logged with its answer; the ones in flight left nothing
 
     subprocess.run(cli(out, data, 0.0), cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)

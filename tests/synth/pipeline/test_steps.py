@@ -96,7 +96,8 @@ def test_run_writes_stats_card_parquet_dataset(tmp_path, nq_file):
     assert by["filter0:correct"]["dropped"] == {"incorrect:em": 8}
     assert by["filter1:exact_dedup"]["dropped"] == {"exact_duplicate": 2}
     assert saved["records"] == 2
-    assert "filter0:correct" in (out / "README.md").read_text()
+    card = (out / "README.md").read_text()
+    assert "filter0:correct" in card and '"group_id"' in card.split("## Sample", 1)[1]  # a record as the sample
     import datasets
 
     assert len(datasets.load_from_disk(str(out / "dataset"))) == 2
