@@ -8,6 +8,9 @@
     reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math)
     estimator: {name: gigpo, omega: 1.0}
     num_generations: 4
+    branching: arpo                    # none | arpo | aepo: each group is one branched rollout (train.grpo.rollout)
+    branching_config: {alpha: 0.5, tau: 0.5, branch_factor: 2, initial: 2}   # ARPOConfig / AEPOConfig fields,
+                                       # window, logprobs; per_prompt is num_generations
     trl: {beta: 0.0}                   # any further GRPOConfig arguments
 """
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from train.grpo.rollout import BRANCHING, branching_config
 from train.grpo.trainer import Estimator
 
 ENGINES = ("search_o1", "tir")
@@ -35,6 +39,8 @@ class GRPOSettings:
     reward_options: dict[str, Any] = field(default_factory=dict)
     estimator: Estimator = field(default_factory=Estimator)
     num_generations: int = 4
+    branching: str = "none"
+    branching_config: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 4  # completions per device step (a multiple of num_generations)
     max_steps: int = 10
     learning_rate: float = 1e-6
@@ -54,3 +60,7 @@ class GRPOSettings:
         if self.num_generations < 2 or self.batch_size % self.num_generations:
             raise ConfigError(f"num_generations={self.num_generations}, batch_size={self.batch_size}: need "
                               "num_generations >= 2 and batch_size a multiple of it")
+        if self.branching not in BRANCHING:
+            raise ConfigError(f"branching={self.branching!r}: choose one of {BRANCHING}")
+        if self.branching != "none":
+            branching_config(self.branching, self.num_generations, self.branching_config)

@@ -10,6 +10,18 @@ token-in/token-out, and each trajectory becomes `prompt_ids`, `completion_ids`, 
 (ids as recorded, never re-tokenised; a trainable end-of-turn token after a finished answer; the env mask
 truncated with the ids). Extra keys reach the reward functions: `trajectory` (the Trajectory), `rollout_answer`.
 
+Branching (`branching="arpo"|"aepo"`, `train.grpo.config.GRPOSettings.branching`): the prompts arrive as
+consecutive blocks of `num_generations` copies (TRL's RepeatSampler, `mini_repeat_count=num_generations`); each
+block is one group and runs ONE `agentic_infer.engines.branching.BranchingRollout` over the engine (a loop engine:
+Search-o1, TIR) with its per-prompt budget set to the group size (ARPO: `initial` roots, default half of it, and
+the rest for branches; AEPO: `per_prompt` = the group size). When fewer branches happen than the budget allows,
+extra roots (plain episodes, seeded as further chains) fill the group, so every block returns exactly
+`num_generations` rows: the Rollout's trajectories in order (roots, branches with `parent_id` / `branch_token`, then
+fill roots; `metadata["branching"]["filled"]`). The group's rows stay consecutive, so the trainer's `arpo` estimator
+attributes over the real branch structure. `last_rollouts` holds one Rollout per group. Each process's slice must
+hold whole groups (`per_device_train_batch_size` × `steps_per_generation` a multiple of `num_generations`, which a
+single process always satisfies); otherwise a ConfigError.
+
 Generation on CPU is `HFLLM.from_model` (`PolicyLLM`): the hf backend's decoding loop over the trainer's *current* model object,
 so every rollout is sampled from the weights being trained (no off-policyness beyond TRL's own reuse of a
 generation batch when `steps_per_generation` or `num_iterations` > 1, which its importance ratio corrects).
@@ -27,10 +39,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentic_infer.backends.hf import HFLLM
+from agentic_infer.engines.branching import SEED_STRIDE, AEPOConfig, ARPOConfig, BranchingRollout
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import Rollout, Trajectory
 
 EngineFactory = Callable[[Any, int | None], Any]  # (llm, seed) -> Engine with `async run(example) -> Rollout`
+BRANCHING = ("none", "arpo", "aepo")
+BRANCHING_ENGINE_KEYS = ("window", "logprobs")  # BranchingRollout's own arguments; the rest is the strategy's config
 
 
 # The hf backend over the trainer's in-memory model (no files read; the model is not moved or put in eval mode).
@@ -51,13 +66,55 @@ def prompt_to_example(prompt: Any, index: int) -> dict[str, Any]:
     raise ConfigError(f"prompt {index} is a {type(prompt).__name__}; pass question strings or chat messages")
 
 
+def branching_config(strategy: str, group_size: int, options: Mapping[str, Any] | None = None
+                     ) -> tuple[ARPOConfig | AEPOConfig, dict[str, Any]]:
+    """(the strategy's config with `per_prompt` = `group_size`, BranchingRollout keywords) from plain `options`
+    (`ARPOConfig` / `AEPOConfig` fields plus `window` and `logprobs`); ARPO's `initial` defaults to half the group."""
+    from agentic_infer.config import build_config
+
+    if strategy not in ("arpo", "aepo"):
+        raise ConfigError(f"branching={strategy!r}: choose one of {BRANCHING}")
+    opts = dict(options or {})
+    engine_kw = {k: opts.pop(k) for k in BRANCHING_ENGINE_KEYS if k in opts}
+    if opts.get("per_prompt", group_size) != group_size:
+        raise ConfigError(f"branching per_prompt={opts['per_prompt']!r}: the budget per prompt is num_generations "
+                          f"({group_size}); leave it unset")
+    opts["per_prompt"] = group_size
+    if strategy == "arpo":
+        opts.setdefault("initial", max(1, group_size // 2))
+    cls = ARPOConfig if strategy == "arpo" else AEPOConfig
+    return build_config(cls, overrides=opts, source="branching_config"), engine_kw
+
+
+def prompt_groups(prompts: Sequence[Any], group_size: int) -> list[int]:
+    """The first row of each group: TRL sends each prompt `group_size` times, consecutively."""
+    if group_size < 1 or len(prompts) % group_size:
+        raise ConfigError(f"{len(prompts)} prompts do not split into groups of num_generations={group_size}: "
+                          "branching needs whole groups per process (per_device_train_batch_size × "
+                          "steps_per_generation a multiple of num_generations)")
+    starts = list(range(0, len(prompts), group_size))
+    for s in starts:
+        if any(p != prompts[s] for p in prompts[s:s + group_size]):
+            raise ConfigError(f"prompts {s}..{s + group_size - 1} are not one prompt repeated: branching needs "
+                              "TRL's RepeatSampler order (each prompt num_generations times, consecutively)")
+    return starts
+
+
 class RolloutFunc:
     """`rollout_func(prompts, trainer) -> dict` for `GRPOTrainer` (see the module docstring); callable object
     so the trainer, the benchmark and tests can read `last_rollouts` and `timings`."""
 
     def __init__(self, engine_factory: EngineFactory, *, tokenizer: Any, append_eos: str | None = "finished",
                  max_completion_length: int | None = None, allow_inexact: bool = False, seed: int | None = None,
-                 llm_factory: Callable[[Any], Any] | None = None):
+                 llm_factory: Callable[[Any], Any] | None = None, branching: str = "none",
+                 branching_options: Mapping[str, Any] | None = None, num_generations: int | None = None):
+        if branching not in BRANCHING:
+            raise ConfigError(f"branching={branching!r}: choose one of {BRANCHING}")
+        if branching != "none":
+            branching_config(branching, max(2, num_generations or 2), branching_options)  # fail early on bad keys
+        self.branching = branching
+        self.branching_options = dict(branching_options or {})
+        self.num_generations = num_generations  # None: the trainer's (num_generations / num_generations_eval)
         self.engine_factory = engine_factory
         self.tokenizer = tokenizer
         self.append_eos = append_eos
@@ -90,18 +147,58 @@ class RolloutFunc:
             out.append(await self.engine_factory(llm, seed).run(ex))
         return out
 
+    def group_size(self, trainer: Any) -> int:
+        if self.num_generations is not None:
+            return self.num_generations
+        if trainer is None:
+            raise ConfigError("branching needs the group size: pass num_generations= or the trainer")
+        return trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+
+    async def _branched(self, llm: Any, examples: list[dict[str, Any]], size: int) -> list[Rollout]:
+        """One BranchingRollout per group, filled with extra roots to exactly `size` trajectories."""
+        cfg, engine_kw = branching_config(self.branching, size, self.branching_options)
+        out = []
+        for ex in examples:
+            seed = next(self._seeds) if self._seeds is not None else None
+            engine = self.engine_factory(llm, seed)
+            if not (hasattr(engine, "loop") and hasattr(engine, "start")):
+                raise ConfigError(f"branching={self.branching!r} needs a loop engine (Search-o1, TIR); "
+                                  f"{type(engine).__name__} has no episodes to fork")
+            rollout = await BranchingRollout(engine, self.branching, cfg, seed=seed, **engine_kw).run(ex)
+            base = engine.loop.sampling.seed if engine.loop.sampling.seed is not None else seed
+            filled = size - len(rollout.trajectories)
+            for _ in range(filled):  # fewer branches than the budget: more roots, seeded as the next chains
+                k = len(rollout.trajectories)
+                extra = await self.engine_factory(llm, None if base is None else base + SEED_STRIDE * k).run(ex)
+                if not extra.trajectories:
+                    raise ConfigError(f"engine returned no trajectory for example {extra.example_id!r}")
+                rollout.trajectories.append(extra.trajectories[0])
+                rollout.usage.add(extra.usage)
+            if len(rollout.trajectories) != size:
+                raise ConfigError(f"example {rollout.example_id!r}: {len(rollout.trajectories)} trajectories for a "
+                                  f"group of {size}; the branching budget must not exceed num_generations")
+            rollout.metadata["branching"]["filled"] = filled
+            out.append(rollout)
+        return out
+
     def __call__(self, prompts: list[Any], trainer: Any = None) -> dict[str, list]:
         from train.core.masks import completion_view
 
         llm = self.llm_for(trainer)
-        examples = [prompt_to_example(p, i) for i, p in enumerate(prompts)]
         t0 = time.perf_counter()
-        rollouts = asyncio.run(self._episodes(llm, examples))
+        if self.branching == "none":
+            examples = [prompt_to_example(p, i) for i, p in enumerate(prompts)]
+            rollouts = asyncio.run(self._episodes(llm, examples))
+            rows = [(r, r.trajectory or (r.trajectories[0] if r.trajectories else None), r.answer) for r in rollouts]
+        else:
+            size = self.group_size(trainer)
+            examples = [prompt_to_example(prompts[s], s) for s in prompt_groups(prompts, size)]
+            rollouts = asyncio.run(self._branched(llm, examples, size))
+            rows = [(r, t, t.answer) for r in rollouts for t in r.trajectories]  # each group's rows consecutive
         t1 = time.perf_counter()
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
                                 "trajectory": [], "rollout_answer": []}
-        for r in rollouts:
-            traj = r.trajectory or (r.trajectories[0] if r.trajectories else None)
+        for r, traj, answer in rows:
             if traj is None:
                 raise ConfigError(f"engine returned no trajectory for example {r.example_id!r}")
             view = completion_view(traj, **self.view_kwargs)
@@ -111,7 +208,7 @@ class RolloutFunc:
             for k, v in view.to_trl().items():
                 out[k].append(v)
             out["trajectory"].append(traj)
-            out["rollout_answer"].append(r.answer)
+            out["rollout_answer"].append(answer)
         self.last_rollouts = rollouts
         self.timings["engine_s"] += t1 - t0
         self.timings["convert_s"] += time.perf_counter() - t1

@@ -83,7 +83,7 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
     kw.update(settings.trl)
     rf = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
                      max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
-                     seed=settings.seed)
+                     seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config)
     return AgenticGRPOTrainer(model=model, reward_funcs=reward_funcs or [reward_function(settings)],
                               args=GRPOConfig(**kw), train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               rollout_func=rf, estimator=settings.estimator)

@@ -14,8 +14,10 @@ advantage over anchor-state groups; a `(B, T)` tensor, which TRL 1.16's loss acc
 entropy-balanced clipping; either switches the loss to `train.core.losses.policy_loss` (token-level
 PPO-clip with the env mask; aggregation from `loss_aggregation`). Every step logs `train.core.diagnostics`
 (`diag/reward_mean`, `diag/zero_std_share`, ...) and warns on RAGEN's echo trap.
-Not covered: branched rollouts (one TRL row per prompt copy, so ARPO/AEPO branching needs a branching
-engine whose branches map onto rows), multi-process GiGPO grouping across ranks (gathered, single node tested).
+Branched rollouts (`RolloutFunc(branching="arpo"|"aepo")`): each group of `num_generations` consecutive rows is
+one BranchingRollout's roots and branches, so `arpo` attributes over their real `parent_id` / `branch_token`
+structure (hard: shared-prefix tokens take the mean advantage of the trajectories sharing them).
+Not covered: multi-process GiGPO grouping across ranks (gathered, single node tested).
 """
 
 from __future__ import annotations
