@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,19 @@ def read_jsonl(path: Path, parse: Callable[[str], Any] = json.loads) -> list[Any
             except (json.JSONDecodeError, KeyError, TypeError) as e:
                 log.warning("%s:%d unreadable (%s); skipped", path, n, e)
     return out
+
+
+def iter_jsonl(path: Path, expected: str) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of every non-empty line of a user's input file; a line that is not JSON is a
+    `ConfigError` naming the file, the line and what was `expected` (inputs are not repaired, only outputs)."""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{path}:{n}: not JSON ({e.msg}); expected {expected}") from None
 
 
 def write_jsonl(path: Path, lines: Iterable[str]) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import iter_jsonl
 from agentic_infer.types import Rollout, Trajectory
 
 FORMATS = ("messages", "tokenized", "verl-sft", "verl-rl")
@@ -52,21 +53,14 @@ def _files(path: Path) -> list[Path]:
 def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
     """Every Trajectory of a directory or JSONL file (Rollout lines are expanded)."""
     for file in _files(Path(path)):
-        with file.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ConfigError(f"{file}:{n}: not a JSON record ({e.msg}); expected one Trajectory a line") from None
-                if "segments" in rec:
-                    yield Trajectory.from_dict(rec)
-                elif "trajectories" in rec and "example_id" in rec:
-                    yield from Rollout.from_dict(rec).trajectories
-                else:
-                    raise ConfigError(f"{file}:{n}: neither a Trajectory (segments) nor a Rollout (trajectories) "
-                                      f"record; keys: {sorted(rec)[:8]}")
+        for n, rec in iter_jsonl(file, "one Trajectory a line"):
+            if "segments" in rec:
+                yield Trajectory.from_dict(rec)
+            elif "trajectories" in rec and "example_id" in rec:
+                yield from Rollout.from_dict(rec).trajectories
+            else:
+                raise ConfigError(f"{file}:{n}: neither a Trajectory (segments) nor a Rollout (trajectories) "
+                                  f"record; keys: {sorted(rec)[:8]}")
 
 
 def messages_row(traj: Trajectory) -> dict[str, Any]:

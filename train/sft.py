@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import iter_jsonl
 from agentic_infer.types import Rollout, Trajectory
 
 log = logging.getLogger(__name__)
@@ -92,13 +93,7 @@ def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = 
         raise ConfigError(f"--data {str(p)!r}: no such file; pass a JSONL of rollouts, trajectories or tokenized rows")
     rows: list[dict[str, Any]] = []
     kinds: set[str] = set()
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+    for n, d in iter_jsonl(p, "one rollout, trajectory, tokenized row or messages row a line"):
         if "input_ids" in d:
             ids = list(d["input_ids"])[:max_length]
             labels = list(d.get("labels", ids))[:max_length]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,14 @@ def read_examples(question: str | None, input_file: Path | None) -> list[dict[st
         return [{"question": question}]
     if not input_file.is_file():
         raise ConfigError(f"--input {str(input_file)!r}: no such file")
+    from agentic_infer.runner import iter_jsonl
+
     examples = []
-    with open(input_file, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{input_file}:{n}: not JSON ({e.msg}); expected one object per line") from None
-            if not isinstance(row, dict) or not (row.get("question") or row.get("problem")):
-                raise ConfigError(f"{input_file}:{n}: expected an object with a 'question' field")
-            row.setdefault("question", row.get("problem"))
-            examples.append(row)
+    for n, row in iter_jsonl(input_file, "one object per line"):
+        if not isinstance(row, dict) or not (row.get("question") or row.get("problem")):
+            raise ConfigError(f"{input_file}:{n}: expected an object with a 'question' field")
+        row.setdefault("question", row.get("problem"))
+        examples.append(row)
     if not examples:
         raise ConfigError(f"--input {str(input_file)!r} holds no questions")
     return examples
