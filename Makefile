@@ -10,7 +10,7 @@ TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,train,synth,dev
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 INDEX := $(HOME)/.cache/agentic-infer/indexes/wiki-vital-bm25
 
-.PHONY: demo test test-all lint bench clean-venv
+.PHONY: demo test test-all lint bench clean-venv distill distill-eval
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,20 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[$(TEST_EXTRAS)]"
 	touch $@ $(VENV)/.demo-installed
 
+MODEL ?=
+DISTILL_ARGS ?=
+DISTILL_EVAL_ARGS ?=
+
 demo: $(VENV)/.demo-installed
-	$(BIN)/python -m agentic_infer.demo
+	$(BIN)/python -m agentic_infer.demo $(if $(MODEL),--model $(MODEL))
+
+# The whole loop on CPU (~20 min as measured with max_demos=40; resumable): runs/distill/policy.gguf + report.md.
+distill: $(VENV)/.test-installed
+	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
+
+# Base vs distilled on the dev files through `agentic eval run` (resumable); e.g. DISTILL_EVAL_ARGS="--limit 10".
+distill-eval: $(VENV)/.test-installed
+	$(BIN)/python -m agentic_infer train distill-eval $(DISTILL_EVAL_ARGS)
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q

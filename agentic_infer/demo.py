@@ -9,7 +9,11 @@ worked example and opens its turn with a search tag (`assistant_prefix`); after 
 own queries, reads what Reason-in-Documents extracted, and answers (often wrongly). A larger model (e.g. `--backend openai://HOST:PORT/v1?model=Qwen2.5-7B-Instruct`
 on vLLM) follows the instruction without the example and chains several searches per question.
 
-    python -m agentic_infer.demo [--backend URI] [--question TEXT ...]
+A distilled policy (`make distill`: `runs/distill/policy.gguf`) is picked up when present (or pass
+`--model PATH.gguf`, `make demo MODEL=...`): it gets the plain Search-o1 prompt it was trained with (no
+worked example, no forced search tag, raw top-2 passages instead of Reason-in-Documents).
+
+    python -m agentic_infer.demo [--backend URI | --model PATH.gguf] [--question TEXT ...]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from pathlib import Path
 
 from rich.console import Console
 
@@ -26,6 +31,7 @@ from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
 from agentic_infer.runner import run_many
 from agentic_infer.tools.retrieval.index import load_index
 
+DISTILLED = Path("runs/distill/policy.gguf")
 QUESTIONS = [
     "What is the capital of the country where the Eiffel Tower is located?",
     "Which ocean lies between Africa and Australia?",
@@ -33,23 +39,42 @@ QUESTIONS = [
 ]
 
 
+def make_engine(llm, retriever, *, distilled: bool, max_searches: int = 3) -> SearchO1:
+    """A distilled policy: the plain prompt it was trained with; the base: a worked example and a forced search tag."""
+    sampling = DEFAULT_SAMPLING.replace(max_tokens=256, seed=0)
+    if distilled:
+        from train.distill.data import plain_engine_options
+
+        return SearchO1(llm, retriever, **plain_engine_options(top_k=2, doc_chars=300, max_searches=max_searches),
+                        max_turns=6, sampling=sampling, max_total_tokens=2048)
+    return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, worked_example=True,
+                    assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,
+                    rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=128, seed=0), sampling=sampling,
+                    max_total_tokens=1024)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", default="llamacpp://default")
+    ap.add_argument("--backend", default=None, help="backend URI (default: the distilled policy if present, "
+                    "else llamacpp://default)")
+    ap.add_argument("--model", default=None, help="a distilled policy's GGUF (plain prompt)")
     ap.add_argument("--question", action="append", help="ask this instead (repeatable)")
     ap.add_argument("--max-searches", type=int, default=3)
     args = ap.parse_args(argv)
     console = Console()
+    distilled = False
+    if args.model or (args.backend is None and DISTILLED.is_file()):
+        model = Path(args.model or DISTILLED)
+        args.backend, distilled = f"llamacpp://{model.resolve()}", True
+        console.print(f"[bold]using the distilled policy {model}[/bold] (plain Search-o1 prompt, raw passages; "
+                      "pass --backend llamacpp://default for the base model with prompting help)")
+    args.backend = args.backend or "llamacpp://default"
     t0 = time.perf_counter()
     retriever = load_index(ensure_default_index(console))
     console.print(f"[dim]index ready ({len(retriever)} passages) in {time.perf_counter() - t0:.1f}s; "
                   f"loading {args.backend}[/dim]")
     llm = load_llm(args.backend)
-    engine = SearchO1(llm, retriever, max_searches=args.max_searches, top_k=3, max_turns=6, worked_example=True,
-                      assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,
-                      rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=128, seed=0),
-                      sampling=DEFAULT_SAMPLING.replace(max_tokens=256, seed=0),
-                      max_total_tokens=1024)
+    engine = make_engine(llm, retriever, distilled=distilled, max_searches=args.max_searches)
     questions = args.question or QUESTIONS
     rollouts = asyncio.run(run_many(engine, [{"question": q} for q in questions], concurrency=1, progress=False))
     trajs = [r.trajectory for r in rollouts]

@@ -22,7 +22,7 @@ from agentic_infer.errors import AgenticError
 # Command modules register themselves on import; a module whose optional extra is missing is skipped
 # only if it is absent, never silently on other errors.
 COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "eval", "tree", "synth_pipeline",
-                   "synth_data", "synth_fuzzqa", "train_sft", "train_rl")
+                   "synth_data", "synth_fuzzqa", "train_sft", "train_rl", "train_distill")
 
 
 def _register() -> None:

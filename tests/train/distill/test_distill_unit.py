@@ -1,0 +1,108 @@
+"""Fast checks of the distill recipe: plain-prompt demos, the dev leak check, the filter, stage hashes, eval table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from train.distill import DistillSettings, recipe, stage_hashes
+from train.distill.data import build_plain_demos, load_train_questions, prompt_is_plain
+
+S = DistillSettings(limit=2)
+if not Path(S.data_dir).is_dir():
+    pytest.skip("shared multihop data not present", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return recipe._vocab(S.model)
+
+
+def test_demos_use_the_plain_eval_prompt_and_raw_short_passages(vocab):
+    (_, examples), = load_train_questions([("hotpotqa", "hotpotqa_train_100.json")], S.data_dir, limit=2)
+    trajs, stats = asyncio.run(build_plain_demos(examples, vocab, S.engine_options))
+    assert stats["verified"] == len(trajs) >= 1
+    t = trajs[0]
+    assert prompt_is_plain(t, t.metadata["question"], vocab, S.engine_options)
+    prompt = "".join(s.text for s in t.segments if s.kind == "prompt")
+    assert "Question: " + t.metadata["question"] in prompt and "Example" not in prompt
+    obs = [s.text for s in t.segments if s.kind == "observation"]
+    assert obs and all("Final Information" not in o for o in obs)  # raw passages, no Reason-in-Documents
+    assert "\\boxed{" + t.metadata["gold"][0] + "}" in t.segments[-1].text
+    other = replace(S, doc_chars=3000)
+    assert not prompt_is_plain(t, "another question?", vocab, other.engine_options)
+
+
+def test_train_questions_in_a_dev_file_are_dropped(tmp_path, monkeypatch):
+    from agentic_infer.verify import normalize_answer
+
+    s = replace(S, sources=(("hotpotqa", "hotpotqa_train_100.json"),))
+    (_, examples), = load_train_questions(s.sources, s.data_dir, limit=2)
+    monkeypatch.setattr("train.distill.data.dev_questions", lambda d: {normalize_answer(examples[0]["question"])})
+    summary = recipe.stage_data(s, tmp_path)
+    assert summary["dev_overlap_dropped"] == 1
+    questions = [json.loads(line)["metadata"]["question"] for line in (tmp_path / "demos.jsonl").open()]
+    assert examples[0]["question"] not in questions and examples[1]["question"] in questions
+
+
+def test_filter_keeps_verified_rows_within_the_length_bound(tmp_path):
+    s = replace(S, sources=(("hotpotqa", "hotpotqa_train_100.json"),), limit=4)
+    data = tmp_path / "data"
+    data.mkdir()
+    recipe.stage_data(s, data)
+    lines = (data / "demos.jsonl").read_text().splitlines()
+    bad = json.loads(lines[0])
+    bad["rewards"]["em"] = 0.0
+    (data / "demos.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
+    out = tmp_path / "filter"
+    out.mkdir()
+    summary = recipe.stage_filter(replace(s, max_length=900), out, data)
+    rows = [json.loads(line) for line in (out / "sft.jsonl").open()]
+    assert summary["dropped"]["unverified"] == 1
+    assert rows and all(len(r["input_ids"]) <= 900 for r in rows)
+    assert summary["dropped"]["too_long"] >= 1
+    assert summary["rows"] + sum(summary["dropped"].values()) == len(lines)
+    assert any(x != -100 for x in rows[0]["labels"]) and rows[0]["labels"][0] == -100
+
+
+def test_stage_hashes_chain():
+    a = stage_hashes(S)
+    b = stage_hashes(replace(S, sft_lr=1e-4))
+    assert [a[k] == b[k] for k in recipe.STAGES] == [True, True, False, False, False, False]
+
+
+def test_eval_table_pairs_with_the_base(tmp_path):
+    from train.distill.evaluate import table
+
+    def write(p, ems):
+        p.mkdir(parents=True)
+        p.joinpath("results.jsonl").write_text("".join(json.dumps(
+            {"index": i, "metrics": {"em": e, "f1": e, "cover_em": e}, "search_calls": i % 2, "prompt_tokens": 10,
+             "completion_tokens": 5, "wall_s": 1.0, "output": "\\boxed{x}" if e else "no"}) + "\n"
+            for i, e in enumerate(ems)))
+        return p
+
+    runs = {"base": {"musique": write(tmp_path / "b", [0, 0, 1, 0])},
+            "distilled": {"musique": write(tmp_path / "d", [1, 0, 1, 1])}}
+    recs = {(r["policy"], r["task"]): r for r in table(runs)}
+    d = recs[("distilled", "all")]
+    assert d["em"]["mean"] == 0.75 and d["em_diff"]["mean"] == 0.5 and d["em_diff"]["n"] == 4
+    assert d["boxed"] == 0.75 and d["searched"] == 0.5 and d["tokens_per_q"] == 15
+    assert "em_diff" not in recs[("base", "musique")]
+
+
+def test_eval_commands_give_the_base_its_help_and_the_policy_the_plain_prompt(tmp_path):
+    from train.distill.evaluate import run_distill_eval
+
+    (tmp_path / "policy.gguf").write_bytes(b"x")
+    lines = []
+    run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=lines.append, dry_run=True)
+    base = [x for x in lines if x.startswith("[distill-eval] base")]
+    dist = [x for x in lines if x.startswith("[distill-eval] distilled")]
+    assert len(base) == len(dist) == 3
+    assert all("worked_example=true" in x and "--corpus per-question" in x for x in base)
+    assert all("rid=false" in x and "worked_example" not in x and "--limit 2" in x for x in dist)

@@ -1,0 +1,141 @@
+"""`agentic train distill-eval` (`make distill-eval`): base vs distilled policy through `agentic eval run`.
+
+    run_distill_eval(DistillSettings(), limit=None)   # runs/distill/eval/<policy>/<task>/, eval.md
+
+Search-o1 over each question's own paragraphs (`--corpus per-question`, BM25) on the dev files (HotpotQA 150,
+MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example, a forced first search tag,
+Reason-in-Documents: its best setting); each distilled policy (`runs/distill/policy.gguf`, and the SFT-only
+checkpoint when `sft/policy.gguf` exists) gets the plain prompt with the settings its demonstrations were
+built with (`train.distill.data.plain_engine_options`). Each run is `agentic eval run`'s own resumable run
+directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
+difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
+tokens and seconds per question.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from train.distill.data import plain_engine_options
+from train.distill.recipe import DistillSettings
+
+DEV = (("hotpotqa", "hotpotqa_dev_distractor_150.jsonl"), ("musique", "musique_ans_dev_150.jsonl"),
+       ("2wiki", "2wiki_dev_150.jsonl"))
+BASE_HELP = ("worked_example=true", "assistant_prefix=Let me search for this.\n<|begin_search_query|>",
+             "rid_prefill=true")
+
+
+def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str], *, limit: int | None,
+                 max_searches: int, top_k: int, max_tokens: int = 256) -> list[str]:
+    cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", task, "--data", str(data), "--engine",
+           "search-o1", "--corpus", "per-question", "--backend", backend, "--out", str(out), "--max-searches",
+           str(max_searches), "--top-k", str(top_k), "--max-tokens", str(max_tokens), "--quiet"]
+    cmd += ["--limit", str(limit)] if limit else []
+    for o in opts:
+        cmd += ["--opt", o]
+    return cmd
+
+
+def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
+    """name -> (backend URI, engine options, top-k)."""
+    plain = plain_engine_options(**s.engine_options)
+    plain_opts = [f"rid={str(plain['rid']).lower()}", f"doc_chars={plain['doc_chars']}"]
+    out = {"base": ("llamacpp://default", list(BASE_HELP), 3)}
+    sft = Path(s.out) / "sft" / "policy.gguf"
+    if sft.is_file():
+        out["sft"] = (f"llamacpp://{sft.resolve()}", plain_opts, s.top_k)
+    final = Path(s.out) / "policy.gguf"
+    if final.is_file():
+        out["distilled"] = (f"llamacpp://{final.resolve()}", plain_opts, s.top_k)
+    return out
+
+
+def _rows(run: Path) -> list[dict[str, Any]]:
+    p = run / "results.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.is_file() else []
+
+
+def _boxed(row: dict[str, Any]) -> float:
+    from agentic_infer.verify import extract_boxed
+
+    text = row.get("output") or row.get("text") or row.get("completion") or ""
+    if "boxed" in row:
+        return float(bool(row["boxed"]))
+    return float(extract_boxed(text) is not None or bool(row.get("answer_boxed")))
+
+
+def table(runs: dict[str, dict[str, Path]]) -> list[dict[str, Any]]:
+    """One row per (policy, task) and per policy over all tasks, with paired differences to the base."""
+    from eval.stats import summarize_values
+
+    out = []
+    base = {t: {r.get("index"): r for r in _rows(p)} for t, p in runs.get("base", {}).items()}
+    for name, by_task in runs.items():
+        for task in [*by_task, "all"]:
+            rows = [r for t, p in by_task.items() if task in ("all", t) for r in _rows(p)]
+            if not rows:
+                continue
+            rec: dict[str, Any] = {"policy": name, "task": task, "n": len(rows)}
+            for m in ("em", "f1", "cover_em"):
+                rec[m] = summarize_values([float(r["metrics"].get(m, 0.0)) for r in rows])
+                if name != "base":
+                    diffs = []
+                    for t, p in by_task.items():
+                        if task in ("all", t):
+                            for r in _rows(p):
+                                b = base.get(t, {}).get(r.get("index"))
+                                if b is not None:
+                                    diffs.append(float(r["metrics"].get(m, 0.0)) - float(b["metrics"].get(m, 0.0)))
+                    rec[f"{m}_diff"] = summarize_values(diffs)
+            rec["boxed"] = sum(_boxed(r) for r in rows) / len(rows)
+            rec["searched"] = sum(r.get("search_calls", 0) > 0 for r in rows) / len(rows)
+            rec["searches_per_q"] = sum(r.get("search_calls", 0) for r in rows) / len(rows)
+            rec["tokens_per_q"] = sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0) for r in rows) / len(rows)
+            rec["seconds_per_q"] = sum(r.get("wall_s", 0.0) for r in rows) / len(rows)
+            out.append(rec)
+    return out
+
+
+def _ci(d: dict[str, float]) -> str:
+    return f"{d['mean']:.3f} [{d['ci95_low']:.3f}, {d['ci95_high']:.3f}]"
+
+
+def markdown(recs: list[dict[str, Any]], limit: int | None) -> str:
+    head = (f"# Distill eval ({'first ' + str(limit) + ' questions per dev file: a subset' if limit else 'full dev files'})"
+            "\n\n| policy | task | n | EM | F1 | cover-EM | ΔEM vs base | ΔF1 vs base | boxed | >=1 search | searches/q | "
+            "tokens/q | s/q |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in recs:
+        d_em = _ci(r["em_diff"]) if "em_diff" in r else ""
+        d_f1 = _ci(r["f1_diff"]) if "f1_diff" in r else ""
+        lines.append(f"| {r['policy']} | {r['task']} | {r['n']} | {_ci(r['em'])} | {_ci(r['f1'])} | {_ci(r['cover_em'])} "
+                     f"| {d_em} | {d_f1} | {r['boxed']:.2f} | {r['searched']:.2f} | {r['searches_per_q']:.2f} | "
+                     f"{r['tokens_per_q']:.0f} | {r['seconds_per_q']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print, dry_run: bool = False
+                     ) -> dict[str, Any]:
+    root = Path(s.out) / "eval" / (f"limit{limit}" if limit else "full")
+    runs: dict[str, dict[str, Path]] = {}
+    for name, (backend, opts, top_k) in policies(s).items():
+        for task, fname in DEV:
+            run = root / name / task
+            runs.setdefault(name, {})[task] = run
+            cmd = eval_command(task, Path(s.data_dir) / fname, backend, run, opts, limit=limit,
+                               max_searches=s.max_searches if name != "base" else 3, top_k=top_k)
+            echo(f"[distill-eval] {name} {task}: {' '.join(cmd[2:])}")
+            if not dry_run:
+                subprocess.run(cmd, check=True)
+    recs = table(runs)
+    md = markdown(recs, limit)
+    (root / "eval.md").parent.mkdir(parents=True, exist_ok=True)
+    (root / "eval.md").write_text(md, encoding="utf-8")
+    (root / "eval.json").write_text(json.dumps(recs, indent=2), encoding="utf-8")
+    echo(md)
+    echo(f"[distill-eval] {root / 'eval.md'}")
+    return {"table": recs, "path": str(root / "eval.md")}
