@@ -102,9 +102,7 @@ class CachedLLM:
     def _db(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():  # a forked worker opens its own connection
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(SCHEMA)
+            _setup(conn)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
@@ -218,6 +216,21 @@ class CachedLLM:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+def _setup(conn: sqlite3.Connection, attempts: int = 50) -> None:
+    """WAL mode and the schema. Switching the journal mode takes an exclusive lock that SQLite's busy timeout
+    does not wait for, so workers opening one new file at the same moment retry it ("database is locked")."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
 
 
 def backend_calls(path: str | Path) -> list[tuple[str, int]]:

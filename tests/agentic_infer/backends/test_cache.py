@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 from agentic_infer.backends.cache import CachedLLM, backend_calls, request_key
 from agentic_infer.testing import FakeLLM
 from agentic_infer.types import Message, SamplingParams
@@ -91,3 +93,30 @@ def test_a_call_killed_in_flight_leaves_no_trace_and_is_paid_again(tmp_path):
     rerun = CachedLLM(FakeLLM(["answer"]), db)
     assert asyncio.run(rerun.generate("q", P))[0].text == "answer" and rerun.misses == 1
     assert len(backend_calls(db)) == 1
+
+
+def test_opening_a_new_cache_retries_a_locked_journal_switch():
+    """Workers opening one new file at once: switching to WAL can fail with "database is locked" (SQLite's busy
+    timeout does not cover it; seen in CI with two datatrove workers); the setup retries."""
+    import sqlite3
+
+    from agentic_infer.backends.cache import _setup
+
+    class Locked:
+        def __init__(self, failures: int):
+            self.failures, self.statements = failures, []
+
+        def execute(self, sql):
+            if sql.startswith("PRAGMA journal_mode") and self.failures:
+                self.failures -= 1
+                raise sqlite3.OperationalError("database is locked")
+            self.statements.append(sql)
+
+        def executescript(self, sql):
+            self.statements.append("SCHEMA")
+
+    conn = Locked(failures=3)
+    _setup(conn)
+    assert conn.statements == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "SCHEMA"]
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _setup(Locked(failures=5), attempts=5)
