@@ -10,10 +10,11 @@ Each incoming request consumes the next fault of the script (then "ok" forever):
 - `drop`: close the connection without answering;
 - `slow:S`: wait S seconds, then forward (to trip client timeouts).
 `proxy.log` records (fault, path) per request; `proxy.requests` the same with timestamps
-(`Seen.arrived` when the request was read, `Seen.finished` when the proxy was done with it, both
-`time.monotonic()`), so a test can check retry delays as the server saw them; `proxy.peak_in_flight`
-is the most requests the proxy held at once (arrived, not yet finished): a client's concurrency as
-the server sees it. HTTP/1.1 with Content-Length bodies only; each connection carries one request
+(`Seen.arrived` when the request was read, `Seen.answered` when the last byte of the response went to
+the client, `Seen.finished` when the proxy was done with it, all `time.monotonic()`), so a test can check
+retry delays as the server saw them; `proxy.peak_in_flight` is the most requests open at once, each from
+arrival until its response was fully sent (not until the proxy's own clean-up, which can lag the
+client's next request): a client's concurrency as the server sees it. HTTP/1.1 with Content-Length bodies only; each connection carries one request
 (`Connection: close`). Runs in a thread with its own event loop.
 """
 
@@ -39,6 +40,7 @@ class Seen:
     fault: str
     path: str
     arrived: float
+    answered: float | None = None  # the last byte of the response was written to the client
     finished: float | None = None
 
 
@@ -50,8 +52,6 @@ class FaultProxy:
         self.port = port or free_port()
         self.log: list[tuple[str, str]] = []
         self.requests: list[Seen] = []
-        self.in_flight = 0
-        self.peak_in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -67,7 +67,20 @@ class FaultProxy:
             self.faults = list(faults)
             self.log.clear()
             self.requests.clear()
-            self.peak_in_flight = self.in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests open at once, each from arrival until its response was sent (or the proxy gave up)."""
+        with self._lock:
+            events = []
+            for r in self.requests:
+                end = r.answered or r.finished
+                events += [(r.arrived, 1), (end if end is not None else float("inf"), -1)]
+        peak = now = 0
+        for _, step in sorted(events, key=lambda e: (e[0], e[1])):  # an end before a start at the same instant
+            now += step
+            peak = max(peak, now)
+        return peak
 
     def _next_fault(self) -> str:
         with self._lock:
@@ -107,8 +120,6 @@ class FaultProxy:
         with self._lock:
             self.log.append((fault, path))
             self.requests.append(seen)
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             kind, _, arg = fault.partition(":")
             if kind == "drop":
@@ -130,12 +141,12 @@ class FaultProxy:
             while chunk := await up_reader.read(65536):
                 writer.write(chunk)
                 await writer.drain()
+                seen.answered = time.monotonic()  # the upstream may close its socket well after the last chunk
             up_writer.close()
         except (ConnectionError, OSError):
             pass
         finally:
             with self._lock:
-                self.in_flight -= 1
                 seen.finished = time.monotonic()
             if not writer.transport.is_closing():
                 writer.close()

