@@ -27,7 +27,7 @@ from rich.console import Console
 
 from agentic_infer.backends import load_llm
 from agentic_infer.cli.agents import ensure_default_index, print_trajectory
-from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1, plain_options
 from agentic_infer.runner import run_many
 from agentic_infer.tools.retrieval.index import load_index
 
@@ -43,9 +43,7 @@ def make_engine(llm, retriever, *, distilled: bool, max_searches: int = 3) -> Se
     """A distilled policy: the plain prompt it was trained with; the base: a worked example and a forced search tag."""
     sampling = DEFAULT_SAMPLING.replace(max_tokens=256, seed=0)
     if distilled:
-        from train.distill.data import plain_engine_options
-
-        return SearchO1(llm, retriever, **plain_engine_options(top_k=2, doc_chars=300, max_searches=max_searches),
+        return SearchO1(llm, retriever, **plain_options(top_k=2, doc_chars=300, max_searches=max_searches),
                         max_turns=6, sampling=sampling, max_total_tokens=2048)
     return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, worked_example=True,
                     assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,

@@ -20,17 +20,23 @@ from agentic_infer.cli.app import app
 from agentic_infer.errors import AgenticError
 
 # Command modules register themselves on import; a module whose optional extra is missing is skipped
-# only if it is absent, never silently on other errors.
-COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "eval", "tree", "synth_pipeline",
-                   "synth_data", "synth_fuzzqa", "train_sft", "train_rl", "train_distill")
+# only if it is absent, never silently on other errors. Packages above agentic_infer (synth, train) add
+# their commands through the `agentic_infer.commands` entry-point group (pyproject.toml), so the
+# dependency arrow keeps pointing down.
+COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "eval", "tree")
+ENTRY_POINT_GROUP = "agentic_infer.commands"
 
 
 def _register() -> None:
-    for name in COMMAND_MODULES:
+    from importlib.metadata import entry_points
+
+    modules = [f"agentic_infer.cli.{name}" for name in COMMAND_MODULES]
+    modules += [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    for module in modules:
         try:
-            importlib.import_module(f"agentic_infer.cli.{name}")
+            importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name != f"agentic_infer.cli.{name}":
+            if e.name != module:
                 raise
 
 

@@ -43,6 +43,12 @@ DEFAULT_SAMPLING = SamplingParams(max_tokens=2048, temperature=0.7, top_p=0.8, t
                                   logprobs=0)  # the sampled token's logprob, for RL
 
 
+def plain_options(*, top_k: int, doc_chars: int, max_searches: int) -> dict[str, Any]:
+    """The plain Search-o1 setting (raw passages, no Reason-in-Documents) that distillation demonstrations are
+    built with and a distilled policy is served and evaluated with."""
+    return {"rid": False, "top_k": top_k, "doc_chars": doc_chars, "max_searches": max_searches}
+
+
 @dataclass(frozen=True)
 class SearchO1Config:
     """Search-o1's settings (validated); `SearchO1(llm, retriever, config, **overrides)` or `--config FILE.yaml`."""

@@ -8,7 +8,7 @@ passages go in whole, at demo and at eval time alike), and the boxed gold answer
 
 The scripted turns, the gold plans and the verification are `synth.demos`' (`script`, `gold_plan`,
 `verify_demo`); the only difference from `synth.demos.build_demo` is the engine's settings: `rid=False`,
-`top_k`, `doc_chars` and `max_searches` exactly as `plain_engine_options` gives them to eval, so the
+`top_k`, `doc_chars` and `max_searches` exactly as `plain_options` gives them to eval, so the
 trained prompt and observations are what `agentic eval run --engine search-o1` shows the policy.
 `hotpotqa_train_evidence_500.jsonl` carries evidence sentences but no titled paragraphs: each record is
 turned into a HotpotQA record (a title guessed from each sentence's subject, one supporting fact per
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.engines.search_o1 import SearchO1
+from agentic_infer.engines.search_o1 import SearchO1, plain_options
 from agentic_infer.tools.retrieval.bm25 import BM25Index
 from agentic_infer.tools.retrieval.corpus import question_paragraphs
 from agentic_infer.types import SamplingParams, Trajectory
@@ -34,11 +34,6 @@ from synth.demos import RecordingRetriever, ScriptedPolicy, Vocab, gold_plan, sc
 EVIDENCE_DISTRACTORS = 6
 DEV_FILES = ("hotpotqa_dev_distractor_150.jsonl", "musique_ans_dev_150.jsonl", "2wiki_dev_150.jsonl")
 _SUBJECT = re.compile(r"^(.{3,60}?)(?:\s+\(|\s+(?:is|was|are|were|has|had)\s)")
-
-
-def plain_engine_options(top_k: int, doc_chars: int, max_searches: int) -> dict[str, Any]:
-    """The Search-o1 settings demonstrations are built with and the distilled policy is evaluated with."""
-    return {"rid": False, "top_k": top_k, "doc_chars": doc_chars, "max_searches": max_searches}
 
 
 def _subject(sentence: str, i: int) -> str:
@@ -114,7 +109,7 @@ async def plain_demo(ex: Mapping[str, Any], vocab: Vocab, options: Mapping[str, 
         return None, "no_plan:no_paragraphs"
     recording = RecordingRetriever(retriever)
     policy = ScriptedPolicy(vocab, script(plan, plan.hops, wording, end_of_turn=vocab.end_of_turn()))
-    engine = SearchO1(policy, recording, **plain_engine_options(**options), max_turns=len(plan.hops) + 1,
+    engine = SearchO1(policy, recording, **plain_options(**options), max_turns=len(plan.hops) + 1,
                       max_total_tokens=1 << 24, sampling=SamplingParams(max_tokens=1 << 16, temperature=0.0))
     if len(plan.hops) > engine.loop.limits.max_actions:
         return None, "too_many_hops"
@@ -150,7 +145,7 @@ async def build_plain_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab,
 
 def prompt_is_plain(traj: Trajectory, question: str, vocab: Vocab, options: Mapping[str, Any]) -> bool:
     """The demonstration's prompt is exactly what the eval engine renders for its question (no extra help)."""
-    engine = SearchO1(ScriptedPolicy(vocab, []), RecordingRetriever(None), **plain_engine_options(**options))
+    engine = SearchO1(ScriptedPolicy(vocab, []), RecordingRetriever(None), **plain_options(**options))
     expected = vocab.render(engine.messages({"question": question}))
     prompt = "".join(s.text for s in traj.segments if s.kind == "prompt")
     return prompt == expected

@@ -6,7 +6,7 @@ Search-o1 over each question's own paragraphs (`--corpus per-question`, BM25) on
 MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example, a forced first search tag,
 Reason-in-Documents: its best setting); each distilled policy (`runs/distill/policy.gguf`, and the SFT-only
 checkpoint when `sft/policy.gguf` exists) gets the plain prompt with the settings its demonstrations were
-built with (`train.distill.data.plain_engine_options`). Each run is `agentic eval run`'s own resumable run
+built with (`agentic_infer.engines.search_o1.plain_options`). Each run is `agentic eval run`'s own resumable run
 directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
 difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
 tokens and seconds per question.
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from train.distill.data import plain_engine_options
+from agentic_infer.engines.search_o1 import plain_options
 from train.distill.recipe import DistillSettings
 
 DEV = (("hotpotqa", "hotpotqa_dev_distractor_150.jsonl"), ("musique", "musique_ans_dev_150.jsonl"),
@@ -42,7 +42,7 @@ def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str]
 
 def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
     """name -> (backend URI, engine options, top-k)."""
-    plain = plain_engine_options(**s.engine_options)
+    plain = plain_options(**s.engine_options)
     plain_opts = [f"rid={str(plain['rid']).lower()}", f"doc_chars={plain['doc_chars']}"]
     out = {"base": ("llamacpp://default", list(BASE_HELP), 3)}
     sft = Path(s.out) / "sft" / "policy.gguf"

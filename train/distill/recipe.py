@@ -232,10 +232,10 @@ def grpo_rewards(answer: str) -> list[Callable]:
 
 
 def stage_grpo(s: DistillSettings, d: Path, filter_dir: Path, sft_dir: Path) -> dict[str, Any]:
-    from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1Config
+    from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1Config, plain_options
     from agentic_infer.tools.retrieval.bm25 import BM25Index
     from agentic_infer.tools.retrieval.corpus import question_paragraphs
-    from train.distill.data import load_train_questions, plain_engine_options
+    from train.distill.data import load_train_questions
     from train.grpo.config import GRPOSettings
     from train.grpo.run import build_grpo_trainer, read_examples
     from train.grpo.trainer import Estimator
@@ -251,7 +251,7 @@ def stage_grpo(s: DistillSettings, d: Path, filter_dir: Path, sft_dir: Path) -> 
     rows = [r for r in rows if r["question"] in indexes]
     if not rows:
         raise ConfigError("grpo: no questions with paragraphs to search; raise grpo_questions or limit")
-    cfg = SearchO1Config(**plain_engine_options(**s.engine_options), max_turns=s.grpo_max_turns,
+    cfg = SearchO1Config(**plain_options(**s.engine_options), max_turns=s.grpo_max_turns,
                          sampling=DEFAULT_SAMPLING.replace(max_tokens=s.grpo_turn_tokens))
     gs = GRPOSettings(model=str(sft_dir / "model"), out=str(d / "model"), num_generations=s.grpo_generations,
                       batch_size=s.grpo_generations, max_steps=s.grpo_steps, learning_rate=s.grpo_lr,

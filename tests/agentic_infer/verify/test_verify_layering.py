@@ -31,3 +31,10 @@ def test_verify_imports_only_the_layer_below():
                                                  and not n.startswith(allowed))
              for p in (PACKAGE / "verify").rglob("*.py")}
     assert {p: n for p, n in found.items() if n} == {}
+
+
+def test_agentic_infer_imports_nothing_from_synth_or_train():
+    """synth and train sit above agentic_infer; their commands come in through entry points."""
+    offenders = {str(p.relative_to(PACKAGE)): sorted(n for n in _imports(p) if n.split(".")[0] in ("synth", "train"))
+                 for p in PACKAGE.rglob("*.py")}
+    assert {p: n for p, n in offenders.items() if n} == {}

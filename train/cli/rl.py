@@ -9,7 +9,7 @@ import typer
 
 from agentic_infer.cli.app import train_app
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
-from agentic_infer.cli.train_sft import Gpus, Nodes, PrintLaunch, Strategy, emit_launch
+from train.cli.sft import Gpus, Nodes, PrintLaunch, Strategy, emit_launch
 
 
 @train_app.command("grpo")
