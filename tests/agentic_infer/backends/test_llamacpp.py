@@ -84,3 +84,36 @@ async def test_text_and_its_encode_prompt_ids_condition_identically(embedded_llm
     assert by_ids.token_ids == by_text.token_ids and by_ids.prompt_tokens == by_text.prompt_tokens == len(ids)
     # mid-sequence pieces get nothing added; special-token strings are parsed in both
     assert encode_continuation(embedded_llm, "<|im_end|>\n") == [embedded_llm.llama.token_eos(), 198]
+
+
+async def test_prompt_states_resume_an_earlier_prompt_after_another(prompt, monkeypatch):
+    """A, then B, then A extended: the third call resumes A's saved state and evaluates only the extension
+    (counted where llama.cpp evaluates), and generates exactly what a from-scratch evaluation generates."""
+    from agentic_infer.backends import load_llm
+
+    params = SamplingParams(max_tokens=6, temperature=0, logprobs=2)
+    other = "Tell me about mountains. " * 4  # shares no prefix with `prompt`
+    longer = prompt + "The capital"
+    scratch = load_llm("llamacpp://default?n_ctx=1024&prefix_cache=0")
+    [want] = await scratch.generate(longer, params)
+    [again] = await scratch.generate(prompt, params)
+    for states, resumed in ((8, True), (0, False)):
+        llm = load_llm(f"llamacpp://default?n_ctx=1024&prefix_states={states}")
+        evaluated: list[int] = []
+        real_eval = llm.llama.eval
+        monkeypatch.setattr(llm.llama, "eval", lambda toks, real_eval=real_eval, seen=evaluated: (
+            seen.append(len(toks)), real_eval(toks))[1])
+        await llm.generate(prompt, params)
+        await llm.generate(other, params)
+        evaluated.clear()
+        [got] = await llm.generate(longer, params)
+        n_longer, n_prompt = len(llm.tokenizer.encode(longer)), len(llm.tokenizer.encode(prompt))
+        if resumed:
+            assert llm.states.restored == 1 and evaluated[0] <= n_longer - n_prompt + 1, evaluated
+        else:
+            assert llm.states.restored == 0 and evaluated[0] > n_prompt - 10, evaluated
+        assert got.token_ids == want.token_ids
+        assert max(abs(a.logprob - b.logprob) for a, b in zip(got.logprobs, want.logprobs)) < 0.1
+        await llm.generate(other, params)
+        [same] = await llm.generate(prompt, params)  # exactly a saved prompt: resumed, its last token re-evaluated
+        assert same.token_ids == again.token_ids and same.token_ids

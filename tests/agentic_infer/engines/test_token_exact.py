@@ -216,12 +216,12 @@ async def test_several_turns_and_teacher_forcing_llamacpp(llm):
     assert all(s.segment is not None and traj.segments[s.segment].kind == "model" for s in traj.steps)
     assert_token_exact(llm, traj)
     ids = traj.token_ids()
-    llama = llm.llama
-    with llm._lock:  # one evaluation of the whole sequence, from scratch
-        llama.reset()
-        llama.eval(ids)
-        logits = np.array(llama.scores[: len(ids)])
-        llama.reset()
+    from llama_cpp import Llama
+
+    # one evaluation of the whole sequence, from scratch, in a context that keeps every position's logits
+    llama = Llama(model_path=str(llm.model_path), n_ctx=2048, logits_all=True, verbose=False)
+    llama.eval(ids)
+    logits = np.array(llama.scores[: len(ids)])
     pairs = sampled_and_forced(traj, lambda p: log_softmax_at(logits[p - 1], ids[p]))
     assert len(pairs) >= 10
     diffs = [abs(a - b) for a, b in pairs]

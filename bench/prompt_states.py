@@ -1,0 +1,83 @@
+"""What the llama.cpp backend's prompt states (`prefix_states`) save on an agent loop whose turns alternate
+with another prompt: Search-o1 with Reason-in-Documents, the base model's setting in `make distill-eval`.
+
+Side by side in one process: two backends on the same GGUF, `prefix_states=0` (only the live context is
+reused, what the backend did before) and `prefix_states=8`, run question by question in alternating order
+over the first `--questions` MuSiQue dev questions (each over its own paragraphs, greedy, so both sides must
+produce the same text). We count the prompt tokens llama.cpp actually evaluated (at `Llama.eval`) and time each
+question; we report medians, the ratio states / none, and whether every answer matched.
+
+    .venv/bin/python bench/prompt_states.py [--questions 12]
+
+Writes bench/results/prompt_states.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from agentic_infer.backends import load_llm
+from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+from agentic_infer.tools.retrieval.bm25 import BM25Index
+from agentic_infer.tools.retrieval.corpus import question_paragraphs
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop" / "musique_ans_dev_150.jsonl"
+BASE_HELP = {"worked_example": True, "assistant_prefix": "Let me search for this.\n<|begin_search_query|>",
+             "rid_prefill": True}
+
+
+def counting(llm) -> list[int]:
+    """Record how many tokens each `Llama.eval` call evaluates (prompt chunks and generated tokens)."""
+    seen: list[int] = []
+    real = llm.llama.eval
+
+    def evaluate(tokens):
+        seen.append(len(tokens))
+        return real(tokens)
+
+    llm.llama.eval = evaluate
+    return seen
+
+
+async def one(llm, seen: list[int], example: dict) -> dict:
+    retriever = BM25Index.from_documents(question_paragraphs(example))
+    sampling = DEFAULT_SAMPLING.replace(max_tokens=256, temperature=0.0)
+    engine = SearchO1(llm, retriever, max_searches=3, top_k=3, sampling=sampling,
+                      rid_sampling=sampling.replace(max_tokens=128), **BASE_HELP)
+    seen.clear()
+    t0 = time.perf_counter()
+    rollout = await engine.run({"question": example["question"]})
+    return {"seconds": time.perf_counter() - t0, "evaluated_prompt_tokens": sum(n for n in seen if n > 1),
+            "text": rollout.trajectories[0].text}
+
+
+async def main(n: int) -> dict:
+    rows = [json.loads(line) for line in DATA.read_text().splitlines()[:n]]
+    sides = {name: load_llm(f"llamacpp://default?prefix_states={k}") for name, k in (("none", 0), ("states", 8))}
+    seen = {name: counting(llm) for name, llm in sides.items()}
+    results: dict[str, list[dict]] = {name: [] for name in sides}
+    for i, ex in enumerate(rows):
+        order = list(sides) if i % 2 == 0 else list(reversed(sides))
+        for name in order:
+            results[name].append(await one(sides[name], seen[name], ex))
+    out = {"questions": n, "same_text": all(a["text"] == b["text"] for a, b in zip(results["none"], results["states"]))}
+    for name, rs in results.items():
+        out[name] = {"median_s": statistics.median(r["seconds"] for r in rs),
+                     "median_evaluated_prompt_tokens": statistics.median(r["evaluated_prompt_tokens"] for r in rs)}
+    out["ratio_s"] = out["states"]["median_s"] / out["none"]["median_s"]
+    out["ratio_tokens"] = out["states"]["median_evaluated_prompt_tokens"] / out["none"]["median_evaluated_prompt_tokens"]
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--questions", type=int, default=12)
+    res = asyncio.run(main(ap.parse_args().questions))
+    Path("bench/results").mkdir(parents=True, exist_ok=True)
+    Path("bench/results/prompt_states.json").write_text(json.dumps(res, indent=2))
+    print(json.dumps(res, indent=2))
