@@ -11,7 +11,7 @@ on vLLM) follows the instruction without the example and chains several searches
 
 A distilled policy (`make distill`: `runs/distill/policy.gguf`) is picked up when present (or pass
 `--model PATH.gguf`, `make demo MODEL=...`): it gets the plain Search-o1 prompt it was trained with (no
-worked example, no forced search tag, raw top-2 passages instead of Reason-in-Documents).
+worked example, no forced search tag, raw top-2 passages cut to 300 characters instead of Reason-in-Documents).
 
     python -m agentic_infer.demo [--backend URI | --model PATH.gguf] [--question TEXT ...]
 """
@@ -43,7 +43,7 @@ def make_engine(llm, retriever, *, distilled: bool, max_searches: int = 3) -> Se
     """A distilled policy: the plain prompt it was trained with; the base: a worked example and a forced search tag."""
     sampling = DEFAULT_SAMPLING.replace(max_tokens=256, seed=0)
     if distilled:
-        return SearchO1(llm, retriever, **plain_options(top_k=2, doc_chars=300, max_searches=max_searches),
+        return SearchO1(llm, retriever, **plain_options(top_k=2, passage_chars=300, max_searches=max_searches),
                         max_turns=6, sampling=sampling, max_total_tokens=2048)
     return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, worked_example=True,
                     assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> None:
                     "else llamacpp://default)")
     ap.add_argument("--model", default=None, help="a distilled policy's GGUF (plain prompt)")
     ap.add_argument("--question", action="append", help="ask this instead (repeatable)")
-    ap.add_argument("--max-searches", type=int, default=3)
+    ap.add_argument("--max-searches", type=int, default=None,
+                    help="default: 5 for a distilled policy (what its prompt said in training), 3 for the base")
     args = ap.parse_args(argv)
     console = Console()
     distilled = False
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(f"[dim]index ready ({len(retriever)} passages) in {time.perf_counter() - t0:.1f}s; "
                   f"loading {args.backend}[/dim]")
     llm = load_llm(args.backend)
-    engine = make_engine(llm, retriever, distilled=distilled, max_searches=args.max_searches)
+    engine = make_engine(llm, retriever, distilled=distilled, max_searches=args.max_searches or (5 if distilled else 3))
     questions = args.question or QUESTIONS
     rollouts = asyncio.run(run_many(engine, [{"question": q} for q in questions], concurrency=1, progress=False))
     trajs = [r.trajectory for r in rollouts]

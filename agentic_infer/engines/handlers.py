@@ -8,6 +8,7 @@ its message is what the model sees.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,16 +19,27 @@ from agentic_infer.tools.base import Tool
 from agentic_infer.tools.retrieval.base import Retriever
 
 
+def cut_text(text: str, chars: int) -> str:
+    """`text` when it fits `chars`, else its head up to the last word boundary within `chars`, then " ..."."""
+    if len(text) <= chars:
+        return text
+    head = text[:chars]
+    cut = head.rsplit(None, 1)[0] if " " in head.strip() else head
+    return cut.rstrip() + " ..."
+
+
 class SearchHandler:
-    """Batched retrieval for all queries of a turn, then RiD per query (or the formatted documents)."""
+    """Batched retrieval for all queries of a turn, then RiD per query (or the formatted documents, each passage
+    cut to `passage_chars` when set: the raw-passage setting's bound on the observation length)."""
 
     def __init__(self, retriever: Retriever, dialect: Dialect, *, top_k: int = 10,
-                 rid: ReasonInDocuments | None = None, seed: int | None = None):
+                 rid: ReasonInDocuments | None = None, seed: int | None = None, passage_chars: int | None = None):
         self.retriever = retriever
         self.dialect = dialect
         self.top_k = top_k
         self.rid = rid
         self.seed = seed
+        self.passage_chars = passage_chars
 
     async def __call__(self, calls: Sequence[Call]) -> list[Outcome]:
         queries = [c.arguments["query"] for c in calls]
@@ -38,6 +50,9 @@ class SearchHandler:
             return [Outcome(message, error=message) for _ in calls]
         meta = [{"doc_ids": [h.id for h in hits], "titles": [h.title for h in hits]} for hits in results]
         if self.rid is None:
+            if self.passage_chars:
+                results = [[dataclasses.replace(h, text=cut_text(h.text, self.passage_chars)) for h in hits]
+                           for hits in results]
             return [Outcome(self.dialect.format_docs(hits), metadata=m) for hits, m in zip(results, meta)]
         # the episode's output ends with this turn's query; RiD sees the reasoning so far
         items = [(c.episode.output, q, hits) for c, q, hits in zip(calls, queries, results)]
@@ -63,7 +78,7 @@ class AccessHandler:
                 msg = f"No document with id {key!r}."
                 out.append(Outcome(msg, error=msg))
             else:
-                text = doc.text if len(doc.text) <= self.max_chars else doc.text[: self.max_chars] + " ..."
+                text = cut_text(doc.text, self.max_chars)
                 out.append(Outcome(f"{doc.title}\n{text}", metadata={"doc_id": doc.id}))
         return out
 

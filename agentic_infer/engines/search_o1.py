@@ -43,10 +43,10 @@ DEFAULT_SAMPLING = SamplingParams(max_tokens=2048, temperature=0.7, top_p=0.8, t
                                   logprobs=0)  # the sampled token's logprob, for RL
 
 
-def plain_options(*, top_k: int, doc_chars: int, max_searches: int) -> dict[str, Any]:
-    """The plain Search-o1 setting (raw passages, no Reason-in-Documents) that distillation demonstrations are
-    built with and a distilled policy is served and evaluated with."""
-    return {"rid": False, "top_k": top_k, "doc_chars": doc_chars, "max_searches": max_searches}
+def plain_options(*, top_k: int, passage_chars: int, max_searches: int) -> dict[str, Any]:
+    """The plain Search-o1 setting (raw passages cut to `passage_chars`, no Reason-in-Documents) that
+    distillation demonstrations are built with and a distilled policy is served and evaluated with."""
+    return {"rid": False, "top_k": top_k, "passage_chars": passage_chars, "max_searches": max_searches}
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class SearchO1Config:
     rid: bool | None = None  # None: on for the search_o1 dialect, off for the others
     sampling: SamplingParams = DEFAULT_SAMPLING
     rid_sampling: SamplingParams | None = None
-    doc_chars: int = 3000
+    doc_chars: int = 3000  # RiD's document context (± chars around the best-matching sentence)
+    passage_chars: int = 0  # without RiD: each raw passage cut to this many characters (0: whole passages)
     worked_example: bool = False
     assistant_prefix: str = ""
     rid_prefill: bool = False
@@ -76,6 +77,9 @@ class SearchO1Config:
         for name in ("top_k", "max_turns", "max_total_tokens", "doc_chars"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"SearchO1Config.{name}={getattr(self, name)!r}: must be an integer >= 1")
+        if not isinstance(self.passage_chars, int) or self.passage_chars < 0:
+            raise ConfigError(f"SearchO1Config.passage_chars={self.passage_chars!r}: must be an integer >= 0 "
+                              "(0 shows whole passages)")
         if not isinstance(self.max_searches, int) or self.max_searches < 0:
             raise ConfigError(f"SearchO1Config.max_searches={self.max_searches!r}: must be an integer >= 0")
         if self.first_query not in (None, "question"):
@@ -100,7 +104,8 @@ class SearchO1(LoopEngine):
                                      search_tags=(self.dialect.actions[0].begin, self.dialect.result_begin),
                                      prefill=cfg.rid_prefill) if cfg.use_rid else None
         handlers: dict[str, Any] = {"search": SearchHandler(retriever, self.dialect, top_k=cfg.top_k, rid=self.rid,
-                                                            seed=self.sampling.seed)}
+                                                            seed=self.sampling.seed,
+                                                            passage_chars=cfg.passage_chars or None)}
         if any(a.tool == "access" for a in self.dialect.actions):
             if not hasattr(retriever, "get"):
                 raise ConfigError(f"dialect {cfg.dialect!r} reads whole documents: the retriever needs get(doc_id)")
@@ -110,7 +115,7 @@ class SearchO1(LoopEngine):
         self.assistant_prefix = cfg.assistant_prefix
         self.first_query = cfg.first_query
         record = {"dialect": self.dialect.name, "max_searches": cfg.max_searches, "top_k": cfg.top_k,
-                  "max_turns": cfg.max_turns, "rid": cfg.use_rid, "sampling": self.sampling.to_dict(),
+                  "max_turns": cfg.max_turns, "rid": cfg.use_rid, "passage_chars": cfg.passage_chars, "sampling": self.sampling.to_dict(),
                   "worked_example": cfg.worked_example, "assistant_prefix": cfg.assistant_prefix,
                   "first_query": cfg.first_query}
         self.loop = AgentLoop(llm, self.dialect, handlers, sampling=self.sampling,

@@ -157,3 +157,17 @@ def test_bad_config():
         SearchO1(FakeLLM([]), InMemoryRetriever(DOCS), dialect="nope")
     with pytest.raises(ConfigError, match="question"):
         SearchO1(FakeLLM([]), InMemoryRetriever(DOCS)).messages({})
+
+
+async def test_raw_passages_are_cut_to_passage_chars_at_a_word_boundary(retriever):
+    from agentic_infer.engines.handlers import cut_text
+
+    assert cut_text("short", 10) == "short" and cut_text("alpha beta gamma", 12) == "alpha beta ..."
+    script = [f"{Q}Eiffel Tower{EQ}", "\\boxed{Paris}"]
+    cut = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, top_k=1, passage_chars=30)
+           .run({"question": "q"})).trajectory
+    whole = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, top_k=1).run({"question": "q"})).trajectory
+    assert "The Eiffel Tower is a ..." in cut.segments[2].text and "Paris, France" not in cut.segments[2].text
+    assert DOCS[0].text in whole.segments[2].text
+    with pytest.raises(ConfigError, match="passage_chars=-1"):
+        SearchO1(FakeLLM([]), retriever, rid=False, passage_chars=-1)
