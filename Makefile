@@ -31,11 +31,12 @@ DISTILL_EVAL_ARGS ?=
 demo: $(VENV)/.demo-installed
 	$(BIN)/python -m agentic_infer.demo $(if $(MODEL),--model $(MODEL))
 
-# The whole loop on CPU (~20 min as measured with max_demos=40; resumable): runs/distill/policy.gguf + report.md.
+# The whole loop on CPU (44 min measured on 2 cores; resumable by stage): runs/distill/policy.gguf + report.md.
 distill: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
 
-# Base vs distilled on the dev files through `agentic eval run` (resumable); e.g. DISTILL_EVAL_ARGS="--limit 10".
+# Base vs SFT vs SFT+GRPO on the 450 dev questions through `agentic eval run` (~95 min; resumable);
+# e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
 distill-eval: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill-eval $(DISTILL_EVAL_ARGS)
 

@@ -59,6 +59,7 @@ class SFTSettings:
     dtype: str = "float32"
     seed: int = 0
     logging_steps: int = 1
+    save_steps: int = 0  # > 0: a checkpoint every N steps (the last one kept); a rerun resumes from it
     trl: dict[str, Any] = field(default_factory=dict)  # any further SFTConfig arguments
 
     def __post_init__(self) -> None:
@@ -80,6 +81,9 @@ class SFTResult:
     tokens: int  # trained (label != -100) tokens per epoch
     train_seconds: float
     metrics: dict[str, float]
+    sequence_tokens: int = 0  # input tokens per epoch (what a training step processes)
+    history: list[dict[str, float]] = field(default_factory=list)  # the trainer's logged steps (loss curve)
+    resumed_from: str | None = None  # the checkpoint this run continued (train_seconds then counts the rest)
 
 
 def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = None, append_eos: str | None = None,
@@ -131,7 +135,8 @@ def _sft_trajectories(rollout: Rollout) -> list[Trajectory]:
 
 
 def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str | None = None) -> Any:
-    """TRL's `SFTConfig` for these settings (CPU-friendly defaults: no saving mid-run, no reporting)."""
+    """TRL's `SFTConfig` for these settings (CPU-friendly defaults: no reporting; checkpoints only with
+    `save_steps`)."""
     import torch
     from trl import SFTConfig
 
@@ -140,7 +145,9 @@ def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str |
         num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
         per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
         max_length=settings.max_length, packing=settings.packing, seed=settings.seed,
-        logging_steps=settings.logging_steps, save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(),
+        logging_steps=settings.logging_steps, report_to="none", use_cpu=not torch.cuda.is_available(),
+        **({"save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": 1}
+           if settings.save_steps > 0 else {"save_strategy": "no"}),
         dataset_kwargs={"skip_prepare_dataset": False}, assistant_only_loss=kind == "messages",
     )
     kw.update(settings.trl)
@@ -167,6 +174,13 @@ def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], se
                       train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
 
 
+def last_checkpoint(folder: str | Path) -> str | None:
+    """The newest `checkpoint-N` folder the trainer saved in `folder` (None when there is none)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(folder)) if Path(folder).is_dir() else None
+
+
 def train_sft(settings: SFTSettings) -> SFTResult:
     """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`."""
     from train.model_io import export_gguf, load_trainable, save_checkpoint
@@ -177,14 +191,21 @@ def train_sft(settings: SFTSettings) -> SFTResult:
     rows, kind = read_sft_data(settings.data, tokenizer, max_length=settings.max_length,
                                append_eos=settings.append_eos, allow_inexact=settings.allow_inexact)
     trainer = build_sft_trainer(model, tokenizer, rows, settings, kind=kind)
+    resume = last_checkpoint(trainer.args.output_dir) if settings.save_steps > 0 else None
+    if resume:
+        log.info("resuming SFT from %s", resume)
     t0 = time.perf_counter()
-    out = trainer.train()
+    out = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
     dest = save_checkpoint(trainer.model, tokenizer, settings.out)
     gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
     tokens = sum(sum(1 for x in r["labels"] if x != -100) for r in rows) if kind == "tokens" else 0
+    history = [{k: float(v) for k, v in h.items() if isinstance(v, (int, float))}
+               for h in trainer.state.log_history if "loss" in h]
     result = SFTResult(out=str(dest), gguf=gguf, steps=int(out.global_step), rows=len(rows), tokens=tokens,
-                       train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()})
+                       train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()},
+                       sequence_tokens=sum(len(r["input_ids"]) for r in rows) if kind == "tokens" else 0,
+                       history=history, resumed_from=resume)
     (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
                                                      default=str))
     return result

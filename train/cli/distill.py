@@ -35,9 +35,11 @@ def distill(quick: Quick = False, out: Out = None, config: ConfigFile = None, se
 @train_app.command("distill-eval")
 def distill_eval(limit: Annotated[Optional[int], typer.Option(help="Only the first N questions per dev file.")] = None,  # noqa: UP007
                  out: Out = None, config: ConfigFile = None, set_: Set = None, show_config: ShowConfig = False,
-                 dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the eval commands only.")] = False
+                 dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the eval commands only.")] = False,
+                 policy: Annotated[Optional[list[str]], typer.Option("--policy", help="Only this policy: base, sft or distilled (repeatable; default all three).")] = None,  # noqa: UP007
                  ) -> None:
     """Base (demo prompting help) vs distilled (plain prompt) with Search-o1 over per-question BM25 on the dev files."""
-    from train.distill.evaluate import run_distill_eval
+    from train.distill.evaluate import POLICIES, run_distill_eval
 
-    run_distill_eval(_settings(config, set_, out, False, show_config), limit=limit, echo=typer.echo, dry_run=dry_run)
+    run_distill_eval(_settings(config, set_, out, False, show_config), limit=limit, echo=typer.echo, dry_run=dry_run,
+                     only=tuple(policy) if policy else POLICIES)

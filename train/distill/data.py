@@ -1,14 +1,15 @@
 """Cold-start data for `agentic train distill`: demonstrations run through the real Search-o1 loop with the
-plain prompt (the Search-o1 instruction a user gets at eval time), raw top-k passages (no
-Reason-in-Documents; note: Search-o1's `doc_chars` only bounds RiD's context, so with `rid=False` the
-passages go in whole, at demo and at eval time alike), and the boxed gold answer; verified, length-bounded, checked against the dev files.
+plain prompt (the Search-o1 instruction a user gets at eval time), raw top-k passages each cut to
+`passage_chars` (no Reason-in-Documents), and the boxed gold answer; verified, grounded (every intermediate
+answer the demonstration states, and the final answer unless it is yes/no, appears in what its searches
+showed: a demonstration must not teach answering from memory), length-bounded, checked against the dev files.
 
     examples = load_train_questions(sources, data_dir)           # loaded examples, each with `raw`
     result = asyncio.run(build_plain_demos(examples, vocab, cfg)) # verified Trajectory records + stats
 
 The scripted turns, the gold plans and the verification are `synth.demos`' (`script`, `gold_plan`,
 `verify_demo`); the only difference from `synth.demos.build_demo` is the engine's settings: `rid=False`,
-`top_k`, `doc_chars` and `max_searches` exactly as `plain_options` gives them to eval, so the
+`top_k`, `passage_chars` and `max_searches` exactly as `plain_options` gives them to eval, so the
 trained prompt and observations are what `agentic eval run --engine search-o1` shows the policy.
 `hotpotqa_train_evidence_500.jsonl` carries evidence sentences but no titled paragraphs: each record is
 turned into a HotpotQA record (a title guessed from each sentence's subject, one supporting fact per
@@ -118,11 +119,29 @@ async def plain_demo(ex: Mapping[str, Any], vocab: Vocab, options: Mapping[str, 
         if seg.kind == "model":
             seg.metadata["scripted"] = True
     verdicts, reason = verify_demo(traj, plan, plan.hops, wording, recording)
+    if reason is None and not grounded(traj, plan):
+        reason = "answer_not_shown"
     write_verdicts(traj, verdicts)
     traj.group_id = plan.example_id
     traj.metadata.update({"demonstration": True, "question": plan.question, "gold": list(plan.gold), "demo": {"source": plan.source, "wording": wording,
                                                           "hops": len(plan.hops), "plain_prompt": True}})
     return traj, reason
+
+
+def _shown(needle: str, haystack: str) -> bool:
+    n = normalize_answer(needle)
+    return bool(n) and f" {n} " in f" {normalize_answer(haystack)} "
+
+
+def grounded(traj: Trajectory, plan: Any) -> bool:
+    """Every hop's stated answer is in that hop's observation, and the final answer (unless yes/no) in some
+    observation."""
+    shown = [s.text for s in traj.segments if s.kind == "observation"]
+    for hop, text in zip(plan.hops, shown):
+        if hop.answer and not _shown(hop.answer, text):
+            return False
+    gold = plan.gold[0]
+    return normalize_answer(gold) in ("yes", "no") or any(_shown(gold, text) for text in shown)
 
 
 async def build_plain_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options: Mapping[str, Any]
@@ -132,7 +151,7 @@ async def build_plain_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab,
     reasons: Counter[str] = Counter()
     for ex in examples:
         traj = None
-        for wording in ("title", "subq"):
+        for wording in ("subq", "title"):
             traj, reason = await plain_demo(ex, vocab, options, wording=wording)
             if reason is None or reason.startswith("no_plan") or reason == "too_many_hops":
                 break

@@ -4,9 +4,10 @@
 
 Search-o1 over each question's own paragraphs (`--corpus per-question`, BM25) on the dev files (HotpotQA 150,
 MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example, a forced first search tag,
-Reason-in-Documents: its best setting); each distilled policy (`runs/distill/policy.gguf`, and the SFT-only
-checkpoint when `sft/policy.gguf` exists) gets the plain prompt with the settings its demonstrations were
-built with (`agentic_infer.engines.search_o1.plain_options`). Each run is `agentic eval run`'s own resumable run
+Reason-in-Documents capped at 128 tokens as in `make demo`: its best setting); each distilled policy
+(`runs/distill/policy.gguf`, and the SFT-only one, `sft/model/policy.gguf`) gets the plain prompt with the
+settings its demonstrations were built with (`agentic_infer.engines.search_o1.plain_options`). Every
+generation is capped at 256 tokens. `policies=("base", "sft")` runs only those. Each run is `agentic eval run`'s own resumable run
 directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
 difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
 tokens and seconds per question.
@@ -15,18 +16,23 @@ tokens and seconds per question.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from agentic_infer.engines.search_o1 import plain_options
+from agentic_infer.errors import ConfigError
 from train.distill.recipe import DistillSettings
 
 DEV = (("hotpotqa", "hotpotqa_dev_distractor_150.jsonl"), ("musique", "musique_ans_dev_150.jsonl"),
        ("2wiki", "2wiki_dev_150.jsonl"))
 BASE_HELP = ("worked_example=true", "assistant_prefix=Let me search for this.\n<|begin_search_query|>",
-             "rid_prefill=true")
+             "rid_prefill=true", 'rid_sampling={"max_tokens": 128, "temperature": 0.7, "top_p": 0.8, "top_k": 20, '
+             '"repetition_penalty": 1.05}')
+POLICIES = ("base", "sft", "distilled")
 
 
 def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str], *, limit: int | None,
@@ -43,9 +49,9 @@ def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str]
 def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
     """name -> (backend URI, engine options, top-k)."""
     plain = plain_options(**s.engine_options)
-    plain_opts = [f"rid={str(plain['rid']).lower()}", f"doc_chars={plain['doc_chars']}"]
+    plain_opts = [f"rid={str(plain['rid']).lower()}", f"passage_chars={plain['passage_chars']}"]
     out = {"base": ("llamacpp://default", list(BASE_HELP), 3)}
-    sft = Path(s.out) / "sft" / "policy.gguf"
+    sft = Path(s.out) / "sft" / "model" / "policy.gguf"
     if sft.is_file():
         out["sft"] = (f"llamacpp://{sft.resolve()}", plain_opts, s.top_k)
     final = Path(s.out) / "policy.gguf"
@@ -104,7 +110,25 @@ def _ci(d: dict[str, float]) -> str:
     return f"{d['mean']:.3f} [{d['ci95_low']:.3f}, {d['ci95_high']:.3f}]"
 
 
-def markdown(recs: list[dict[str, Any]], limit: int | None) -> str:
+def coverage(runs: dict[str, dict[str, Path]]) -> list[str]:
+    """One line per run that scored fewer questions than its file holds, with the recorded reasons."""
+    lines = []
+    for name, by_task in runs.items():
+        for task, run in by_task.items():
+            summary = run / "summary.json"
+            if not summary.is_file():
+                continue
+            d = json.loads(summary.read_text())
+            if d.get("n", 0) < d.get("n_expected", 0):
+                errors = run / "rollouts.jsonl.errors.jsonl"
+                why = Counter(re.sub(r"'[^']*'", "'...'", json.loads(x)["error"])
+                              for x in (errors.read_text().splitlines() if errors.is_file() else []) if x.strip())
+                lines.append(f"- {name} / {task}: {d['n']} of {d['n_expected']} scored; failed: "
+                             + "; ".join(f"{n} x {msg}" for msg, n in why.most_common()))
+    return lines
+
+
+def markdown(recs: list[dict[str, Any]], limit: int | None, notes: list[str] = ()) -> str:
     head = (f"# Distill eval ({'first ' + str(limit) + ' questions per dev file: a subset' if limit else 'full dev files'})"
             "\n\n| policy | task | n | EM | F1 | cover-EM | ΔEM vs base | ΔF1 vs base | boxed | >=1 search | searches/q | "
             "tokens/q | s/q |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -115,14 +139,19 @@ def markdown(recs: list[dict[str, Any]], limit: int | None) -> str:
         lines.append(f"| {r['policy']} | {r['task']} | {r['n']} | {_ci(r['em'])} | {_ci(r['f1'])} | {_ci(r['cover_em'])} "
                      f"| {d_em} | {d_f1} | {r['boxed']:.2f} | {r['searched']:.2f} | {r['searches_per_q']:.2f} | "
                      f"{r['tokens_per_q']:.0f} | {r['seconds_per_q']:.1f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *notes]) + "\n"
 
 
-def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print, dry_run: bool = False
-                     ) -> dict[str, Any]:
+def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print, dry_run: bool = False,
+                     only: tuple[str, ...] = POLICIES) -> dict[str, Any]:
+    bad = sorted(set(only) - set(POLICIES))
+    if bad:
+        raise ConfigError(f"distill-eval: unknown policy {bad}; choose from {list(POLICIES)}")
     root = Path(s.out) / "eval" / (f"limit{limit}" if limit else "full")
     runs: dict[str, dict[str, Path]] = {}
     for name, (backend, opts, top_k) in policies(s).items():
+        if name not in only:
+            continue
         for task, fname in DEV:
             run = root / name / task
             runs.setdefault(name, {})[task] = run
@@ -132,7 +161,7 @@ def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print
             if not dry_run:
                 subprocess.run(cmd, check=True)
     recs = table(runs)
-    md = markdown(recs, limit)
+    md = markdown(recs, limit, coverage(runs))
     (root / "eval.md").parent.mkdir(parents=True, exist_ok=True)
     (root / "eval.md").write_text(md, encoding="utf-8")
     (root / "eval.json").write_text(json.dumps(recs, indent=2), encoding="utf-8")

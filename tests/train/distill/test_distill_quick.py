@@ -9,7 +9,7 @@ import pytest
 
 from train.distill import STAGES, DistillSettings, run_distill
 
-pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]  # ~45 s alone on 2 cores: make test-all
+pytestmark = [pytest.mark.filterwarnings("ignore")]
 
 
 def test_quick_recipe_runs_every_stage_and_resumes(tmp_path):
@@ -20,10 +20,13 @@ def test_quick_recipe_runs_every_stage_and_resumes(tmp_path):
     result = run_distill(s, echo=first.append)
     out = Path(s.out)
     assert (out / "policy.gguf").stat().st_size > 1_000_000
+    assert (out / "sft" / "model" / "policy.gguf").stat().st_size > 1_000_000  # the SFT-only policy
     assert result["sft"]["steps"] == 2 and result["grpo"]["steps"] == 1
     assert result["data"]["dev_overlap_dropped"] == 0 and result["filter"]["dropped"]["not_plain_prompt"] == 0
+    assert result["data"]["rejection_sampling"]["samples"] == 1  # the base itself was sampled
     report = (out / "report.md").read_text()
-    assert "| sft |" in report and "GRPO curve" in report
+    assert "| sft |" in report and "## GRPO (per step)" in report and "## SFT loss" in report
+    assert "![sft_loss](report/sft_loss.png)" in report and (out / "report" / "grpo.png").stat().st_size > 1000
     for stage in STAGES:
         assert json.loads((out / stage / "done.json").read_text())["config_hash"]
     assert first[-1].endswith(f"{out / 'policy.gguf'}  report: {out / 'report.md'}")

@@ -154,3 +154,27 @@ def test_embedded_model_sft_to_gguf(tmp_path, traj_factory):
     [a] = asyncio.run(hf.generate(prompt, params))
     [b] = asyncio.run(gg.generate(prompt, params))
     assert a.token_ids == b.token_ids
+
+
+def test_a_stopped_sft_run_resumes_from_its_last_checkpoint(tmp_path, tiny_dir, traj_factory, monkeypatch):
+    """2 of 4 steps with a checkpoint every 2, then the 4-step run in the same folder: it continues at step 2
+    and runs only the 2 missing optimizer steps (counted where the trainer runs them)."""
+    from trl import SFTTrainer
+
+    from agentic_infer.config import build_config
+    from train.sft import SFTSettings, train_sft
+
+    t = traj_factory("What is the capital of France?", [("model", "The capital of France is Paris.")])
+    data = write_jsonl(tmp_path / "d.jsonl", [t.to_dict()])
+    calls: list[int] = []
+    real = SFTTrainer.training_step
+    monkeypatch.setattr(SFTTrainer, "training_step", lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1])
+    base = {"model": f"hf://{tiny_dir}", "data": str(data), "out": str(tmp_path / "out"), "gguf": "none",
+            "save_steps": 2}
+    first = train_sft(build_config(SFTSettings, overrides={**base, "max_steps": 2}))
+    assert first.resumed_from is None and len(calls) == 2
+    calls.clear()
+    second = train_sft(build_config(SFTSettings, overrides={**base, "max_steps": 4}))
+    assert second.resumed_from and second.resumed_from.endswith("checkpoint-2")
+    assert second.steps == 4 and len(calls) == 2
+    assert [h["step"] for h in second.history] == [1.0, 2.0, 3.0, 4.0]  # the curve keeps the first run's steps

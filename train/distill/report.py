@@ -1,0 +1,113 @@
+"""The distill recipe's `report.md`: what each stage did and how long it took, the data per source, the SFT loss
+curve and the GRPO stage's reward, zero-std share and entropy per step (tables, and PNG plots beside the report
+when matplotlib is installed: `pip install 'agentic-infer[report]'`).
+
+    write_report(settings, summaries, out / "report.md", plots=out / "report")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+STAGE_ORDER = ("data", "filter", "sft", "grpo", "gguf")
+
+
+def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
+    data, filt = summaries.get("data", {}), summaries.get("filter", {})
+    sft, grpo = summaries.get("sft", {}), summaries.get("grpo", {})
+    rs = data.get("rejection_sampling", {})
+    timings = grpo.get("rollout_timings", {})
+    return {
+        "data": f"{data.get('verified')} verified rows: scripted demonstrations (plain Search-o1 prompt, top-{s.top_k} "
+                f"raw passages cut to {s.passage_chars} chars) + {rs.get('kept', 0)} of {rs.get('samples', 0)} "
+                f"rejection-sampled rollouts of the base on {rs.get('questions', 0)} questions; dev-overlap questions "
+                f"dropped: {data.get('dev_overlap_dropped')} (checked against {data.get('dev_questions_checked')} "
+                "dev questions)",
+        "filter": f"{filt.get('rows')} rows ({filt.get('rejection_sampled_rows', 0)} sampled), {filt.get('tokens')} "
+                  f"tokens (mean {filt.get('mean_row_tokens')}, max {filt.get('max_row_tokens')} <= {s.max_length}); "
+                  f"dropped {filt.get('dropped')}",
+        "sft": f"{sft.get('mode')}: {sft.get('steps')} steps (batch {s.sft_batch} x accum {s.sft_grad_accum}, lr "
+               f"{s.sft_lr}, {s.sft_epochs} epochs), train loss {_num(sft.get('train_loss'))}, "
+               f"{sft.get('tokens_per_s')} tokens/s",
+        "grpo": f"{grpo.get('steps')} steps x {grpo.get('generations')} rollouts on {grpo.get('questions')} questions, "
+                f"reward {grpo.get('reward')}; rollouts {_num(timings.get('engine_s'))} s of "
+                f"{_num(grpo.get('train_s'))} s",
+        "gguf": f"{summaries.get('gguf', {}).get('gguf')} (SFT-only: {sft.get('gguf')})",
+    }
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def plot(summaries: dict[str, dict[str, Any]], folder: Path) -> list[Path]:
+    """sft_loss.png and grpo.png (when there is something to plot and matplotlib is installed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    hist = [h for h in summaries.get("sft", {}).get("history", []) if h.get("loss") is not None]
+    if hist:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot([h["step"] for h in hist], [h["loss"] for h in hist], marker=".")
+        ax.set(xlabel="optimizer step", ylabel="SFT loss", title="SFT loss")
+        fig.tight_layout()
+        fig.savefig(folder / "sft_loss.png", dpi=100)
+        plt.close(fig)
+        out.append(folder / "sft_loss.png")
+    curve = summaries.get("grpo", {}).get("curve", [])
+    if curve:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        steps = [c.get("step") for c in curve]
+        for key, label in (("reward", "reward"), ("entropy", "entropy"), ("frac_reward_zero_std", "zero-std groups")):
+            ax.plot(steps, [c.get(key) for c in curve], marker="o", label=label)
+        ax.set(xlabel="GRPO step", title="GRPO")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(folder / "grpo.png", dpi=100)
+        plt.close(fig)
+        out.append(folder / "grpo.png")
+    return out
+
+
+def write_report(s: Any, summaries: dict[str, dict[str, Any]], path: Path, *, plots: Path | None = None
+                 ) -> dict[str, Any]:
+    """Write `path` (markdown) and the plots into `plots`; returns their paths."""
+    what = _what(s, summaries)
+    lines = [f"# Distill report ({'quick' if s.quick else 'full'} recipe)", "",
+             "| stage | seconds | what |", "|---|---|---|"]
+    for stage in STAGE_ORDER:
+        lines.append(f"| {stage} | {summaries.get(stage, {}).get('seconds', '')} | {what[stage]} |")
+    total = sum(float(summaries.get(st, {}).get("seconds") or 0) for st in STAGE_ORDER)
+    lines += ["", f"Total: {total / 60:.1f} min (stages run in this invocation and earlier ones).", "",
+              "## Data per source", "", "| file | questions | verified | rejected | dev overlap |",
+              "|---|---|---|---|---|"]
+    for name, v in summaries.get("data", {}).get("sources", {}).items():
+        lines.append(f"| {name} | {v['questions']} | {v['verified']} | {v['rejected']} | {v['dev_overlap_dropped']} |")
+    rs = summaries.get("data", {}).get("rejection_sampling", {})
+    lines += ["", f"Rejection sampling: {rs}"]
+    hist = summaries.get("sft", {}).get("history", [])
+    lines += ["", "## SFT loss (per logged step)", "", "| step | loss | lr | grad norm | token accuracy |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {h.get('step')} | {_num(h.get('loss'))} | {_num(h.get('learning_rate'))} | "
+              f"{_num(h.get('grad_norm'))} | {_num(h.get('mean_token_accuracy'))} |" for h in hist]
+    lines += ["", "## GRPO (per step)", "",
+              "| step | reward | reward std | format | answer | entropy | zero-std groups | loss |",
+              "|---|---|---|---|---|---|---|---|"]
+    answer = f"rewards/{s.answer_reward}/mean"
+    for c in summaries.get("grpo", {}).get("curve", []):
+        lines.append(f"| {c.get('step')} | {_num(c.get('reward'))} | {_num(c.get('reward_std'))} | "
+                     f"{_num(c.get('rewards/format/mean'))} | {_num(c.get(answer))} | {_num(c.get('entropy'))} | "
+                     f"{_num(c.get('frac_reward_zero_std', c.get('diag/zero_std_share')))} | {_num(c.get('loss'))} |")
+    images = plot(summaries, plots) if plots is not None else []
+    if images:
+        lines += ["", *[f"![{p.stem}]({p.relative_to(path.parent).as_posix()})" for p in images]]
+    lines += ["", f"Policy: `{summaries.get('gguf', {}).get('gguf')}`; evaluate it with `make distill-eval`.", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return {"report": str(path), "plots": [str(p) for p in images]}
