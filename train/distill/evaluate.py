@@ -7,7 +7,8 @@ MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example
 Reason-in-Documents capped at 128 tokens as in `make demo`: its best setting); each distilled policy
 (`runs/distill/policy.gguf`, and the SFT-only one, `sft/model/policy.gguf`) gets the plain prompt with the
 settings its demonstrations were built with (`agentic_infer.engines.search_o1.plain_options`). Every
-generation is capped at 256 tokens. `policies=("base", "sft")` runs only those. Each run is `agentic eval run`'s own resumable run
+generation is capped at 256 tokens. `only=("base", "sft")` runs only those; the table still includes every
+policy's earlier results found under the run folder. Each run is `agentic eval run`'s own resumable run
 directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
 difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
 tokens and seconds per question.
@@ -150,10 +151,12 @@ def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print
     root = Path(s.out) / "eval" / (f"limit{limit}" if limit else "full")
     runs: dict[str, dict[str, Path]] = {}
     for name, (backend, opts, top_k) in policies(s).items():
-        if name not in only:
-            continue
         for task, fname in DEV:
             run = root / name / task
+            if name not in only:  # not run now: its earlier results (if any) still go into the table
+                if (run / "results.jsonl").is_file():
+                    runs.setdefault(name, {})[task] = run
+                continue
             runs.setdefault(name, {})[task] = run
             cmd = eval_command(task, Path(s.data_dir) / fname, backend, run, opts, limit=limit,
                                max_searches=s.max_searches if name != "base" else 3, top_k=top_k)

@@ -159,3 +159,20 @@ def test_grpo_rewards_score_the_boxed_answer_the_policy_writes():
     rows = {"answer": ["Paris", "Paris"], "question": ["Capital of France?"] * 2}
     assert answer([done, done.replace("{Paris}", "{Lyon}")], **rows) == [1.0, 0.0]
     assert fmt([done], **{k: v[:1] for k, v in rows.items()}) == [1.0]
+
+
+def test_eval_table_keeps_earlier_results_of_policies_not_run_now(tmp_path, monkeypatch):
+    from train.distill import evaluate
+
+    (tmp_path / "policy.gguf").write_bytes(b"x")
+    row = {"index": 0, "metrics": {"em": 0.0, "f1": 0.0, "cover_em": 0.0}, "output": "no"}
+    base = tmp_path / "eval" / "limit2" / "base" / "musique"
+    base.mkdir(parents=True)
+    (base / "results.jsonl").write_text(json.dumps(row) + "\n")
+    dist = tmp_path / "eval" / "limit2" / "distilled" / "musique"
+    dist.mkdir(parents=True)
+    (dist / "results.jsonl").write_text(json.dumps({**row, "metrics": {"em": 1.0, "f1": 1.0, "cover_em": 1.0}}) + "\n")
+    out = evaluate.run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=lambda x: None, dry_run=True,
+                                    only=("distilled",))
+    recs = {(r["policy"], r["task"]): r for r in out["table"]}
+    assert ("base", "musique") in recs and recs[("distilled", "musique")]["em_diff"]["mean"] == 1.0
