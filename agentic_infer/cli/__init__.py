@@ -20,10 +20,10 @@ from agentic_infer.cli.app import app
 from agentic_infer.errors import AgenticError
 
 # Command modules register themselves on import; a module whose optional extra is missing is skipped
-# only if it is absent, never silently on other errors. Packages above agentic_infer (synth, train) add
+# only if it is absent, never silently on other errors. Packages above agentic_infer (eval, synth, train) add
 # their commands through the `agentic_infer.commands` entry-point group (pyproject.toml), so the
 # dependency arrow keeps pointing down.
-COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "eval", "tree")
+COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "tree")
 ENTRY_POINT_GROUP = "agentic_infer.commands"
 
 
