@@ -9,7 +9,10 @@ differ by ~1e-2 depending on what ran before; `prefix_cache=0` makes every call 
 `prefix_states` (default 8: the evaluated states of that many recent prompts are kept, and a prompt that
 shares a longer prefix with one of them than with the live context resumes from it, so a loop whose turns
 alternate with another prompt (Search-o1's Reason-in-Documents) or a shared instruction across questions
-is evaluated once; `prefix_states=0` keeps only the live context).
+is evaluated once; `prefix_states=0` keeps only the live context). `n_threads`: generation threads
+(llama-cpp-python's default is half the cores; prompt evaluation uses all of them). On 2 idle cores, 2 threads
+ran an agent loop 17% faster than 1 (`bench/prompt_states.py --a n_threads=1 --b n_threads=2`); when other
+processes share the cores, fewer threads are faster.
 
 Prompt processing dominates on CPU, so the context computes logits for the last position only (llama.cpp's
 `logits_all` off: ~20% faster prompt evaluation measured here); logprobs are read from that position.
@@ -17,7 +20,7 @@ Prompt processing dominates on CPU, so the context computes logits for the last 
 We drive llama.cpp token by token (`Llama.generate`) rather than through `create_completion`, so
 that every backend shares one stop-string matcher (reporting which stop matched), cancellation takes
 effect between two tokens, and logprobs come from the model's untempered distribution
-(log-softmax of the raw logits; `logits_all=True` is required for that). One `Llama` context serves
+(log-softmax of the raw logits at the position being sampled). One `Llama` context serves
 one generation at a time; concurrent requests queue.
 
 Not covered: batched decoding of several sequences at once (llama-cpp-python exposes one sequence).
