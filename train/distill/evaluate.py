@@ -7,7 +7,9 @@ MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example
 Reason-in-Documents capped at 128 tokens as in `make demo`: its best setting); each distilled policy
 (`runs/distill/policy.gguf`, and the SFT-only one, `sft/model/policy.gguf`) gets the plain prompt with the
 settings its demonstrations were built with (`agentic_infer.engines.search_o1.plain_options`). Every
-generation is capped at 256 tokens. `only=("base", "sft")` runs only those; the table still includes every
+generation is capped at 256 tokens, and llama.cpp generates on every core (`n_threads`, at most 8; its own
+default is half the cores, one here: two threads ran the base setting 17% faster on these 2 cores with the same
+text, `bench/prompt_states.py --a n_threads=1 --b n_threads=2`). `only=("base", "sft")` runs only those; the table still includes every
 policy's earlier results found under the run folder. Each run is `agentic eval run`'s own resumable run
 directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
 difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
@@ -17,6 +19,7 @@ tokens and seconds per question.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,6 +37,7 @@ BASE_HELP = ("worked_example=true", "assistant_prefix=Let me search for this.\n<
              "rid_prefill=true", 'rid_sampling={"max_tokens": 128, "temperature": 0.7, "top_p": 0.8, "top_k": 20, '
              '"repetition_penalty": 1.05}')
 POLICIES = ("base", "sft", "distilled")
+THREADS = min(os.cpu_count() or 1, 8)
 
 
 def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str], *, limit: int | None,
@@ -51,13 +55,14 @@ def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
     """name -> (backend URI, engine options, top-k)."""
     plain = plain_options(**s.engine_options)
     plain_opts = [f"rid={str(plain['rid']).lower()}", f"passage_chars={plain['passage_chars']}"]
-    out = {"base": ("llamacpp://default", list(BASE_HELP), 3)}
+    threads = f"?n_threads={THREADS}"
+    out = {"base": (f"llamacpp://default{threads}", list(BASE_HELP), 3)}
     sft = Path(s.out) / "sft" / "model" / "policy.gguf"
     if sft.is_file():
-        out["sft"] = (f"llamacpp://{sft.resolve()}", plain_opts, s.top_k)
+        out["sft"] = (f"llamacpp://{sft.resolve()}{threads}", plain_opts, s.top_k)
     final = Path(s.out) / "policy.gguf"
     if final.is_file():
-        out["distilled"] = (f"llamacpp://{final.resolve()}", plain_opts, s.top_k)
+        out["distilled"] = (f"llamacpp://{final.resolve()}{threads}", plain_opts, s.top_k)
     return out
 
 
@@ -129,6 +134,25 @@ def coverage(runs: dict[str, dict[str, Path]]) -> list[str]:
     return lines
 
 
+def counted_as_wrong(runs: dict[str, dict[str, Path]]) -> list[str]:
+    """Per policy with unscored questions: EM and F1 over every question of its files, the unscored ones as 0."""
+    lines = []
+    for name, by_task in runs.items():
+        expected = scored = 0
+        em = f1 = 0.0
+        for run in by_task.values():
+            rows = _rows(run)
+            summary = run / "summary.json"
+            expected += json.loads(summary.read_text()).get("n_expected", len(rows)) if summary.is_file() else len(rows)
+            scored += len(rows)
+            em += sum(float(r["metrics"].get("em", 0.0)) for r in rows)
+            f1 += sum(float(r["metrics"].get("f1", 0.0)) for r in rows)
+        if expected > scored:
+            lines.append(f"- {name}, all {expected} questions with the {expected - scored} unscored counted as wrong: "
+                         f"EM {em / expected:.3f} ({em:.0f}/{expected}), F1 {f1 / expected:.3f}")
+    return lines
+
+
 def markdown(recs: list[dict[str, Any]], limit: int | None, notes: list[str] = ()) -> str:
     head = (f"# Distill eval ({'first ' + str(limit) + ' questions per dev file: a subset' if limit else 'full dev files'})"
             "\n\n| policy | task | n | EM | F1 | cover-EM | ΔEM vs base | ΔF1 vs base | boxed | >=1 search | searches/q | "
@@ -164,7 +188,7 @@ def run_distill_eval(s: DistillSettings, *, limit: int | None = None, echo=print
             if not dry_run:
                 subprocess.run(cmd, check=True)
     recs = table(runs)
-    md = markdown(recs, limit, coverage(runs))
+    md = markdown(recs, limit, coverage(runs) + counted_as_wrong(runs))
     (root / "eval.md").parent.mkdir(parents=True, exist_ok=True)
     (root / "eval.md").write_text(md, encoding="utf-8")
     (root / "eval.json").write_text(json.dumps(recs, indent=2), encoding="utf-8")

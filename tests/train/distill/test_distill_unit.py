@@ -111,6 +111,7 @@ def test_eval_table_pairs_with_the_base(tmp_path):
 
 
 def test_eval_commands_give_the_base_its_help_and_the_policy_the_plain_prompt(tmp_path):
+    from train.distill import evaluate
     from train.distill.evaluate import run_distill_eval
 
     (tmp_path / "policy.gguf").write_bytes(b"x")
@@ -123,6 +124,7 @@ def test_eval_commands_give_the_base_its_help_and_the_policy_the_plain_prompt(tm
     assert all("rid=false" in x and "worked_example" not in x and "--limit 2" in x for x in dist)
     assert all(f"passage_chars={S.passage_chars}" in x for x in dist)
     assert all('"max_tokens": 128' in x for x in base)  # the demo's Reason-in-Documents cap
+    assert all(f"?n_threads={evaluate.THREADS} " in x for x in base + dist)  # generation on every core
     only: list[str] = []
     run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=only.append, dry_run=True, only=("distilled",))
     assert [x for x in only if x.startswith("[distill-eval] ")][:3] == dist
@@ -131,7 +133,7 @@ def test_eval_commands_give_the_base_its_help_and_the_policy_the_plain_prompt(tm
 
 
 def test_eval_notes_questions_that_were_not_scored(tmp_path):
-    from train.distill.evaluate import coverage
+    from train.distill.evaluate import counted_as_wrong, coverage
 
     run = tmp_path / "r"
     run.mkdir()
@@ -140,6 +142,10 @@ def test_eval_notes_questions_that_were_not_scored(tmp_path):
         json.dumps({"id": q, "error": f"ConfigError: 2wiki question '{q}' has no paragraphs"}) + "\n" for q in "ab"))
     assert coverage({"base": {"2wiki": run}}) == [
         "- base / 2wiki: 3 of 5 scored; failed: 2 x ConfigError: 2wiki question '...' has no paragraphs"]
+    (run / "results.jsonl").write_text("".join(json.dumps({"index": i, "metrics": {"em": e, "f1": e}}) + "\n"
+                                               for i, e in enumerate([1.0, 0.0, 1.0])))
+    assert counted_as_wrong({"p": {"2wiki": run}}) == [
+        "- p, all 5 questions with the 2 unscored counted as wrong: EM 0.400 (2/5), F1 0.400"]
     (run / "summary.json").write_text(json.dumps({"n": 5, "n_expected": 5}))
     assert coverage({"base": {"2wiki": run}}) == []
 
