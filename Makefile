@@ -35,7 +35,7 @@ demo: $(VENV)/.demo-installed
 distill: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
 
-# Base vs SFT vs SFT+GRPO on the 450 dev questions through `agentic eval run` (~95 min; resumable);
+# Base vs SFT vs SFT+GRPO on the 450 dev questions through `agentic eval run` (80 min measured; resumable);
 # e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
 distill-eval: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill-eval $(DISTILL_EVAL_ARGS)

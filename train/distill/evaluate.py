@@ -11,7 +11,7 @@ generation is capped at 256 tokens, and llama.cpp generates on every core (`n_th
 default is half the cores, one here: two threads ran the base setting 17% faster on these 2 cores with the same
 text, `bench/prompt_states.py --a n_threads=1 --b n_threads=2`). `only=("base", "sft")` runs only those; the table still includes every
 policy's earlier results found under the run folder. Each run is `agentic eval run`'s own resumable run
-directory, so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
+directory (with its progress bar and summary), so a rerun continues. The table: EM, F1, cover-EM with 95% bootstrap intervals, the paired
 difference to the base (per question, bootstrap), share boxed, share with >= 1 search, searches per question,
 tokens and seconds per question.
 """
@@ -44,7 +44,7 @@ def eval_command(task: str, data: Path, backend: str, out: Path, opts: list[str]
                  max_searches: int, top_k: int, max_tokens: int = 256) -> list[str]:
     cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", task, "--data", str(data), "--engine",
            "search-o1", "--corpus", "per-question", "--backend", backend, "--out", str(out), "--max-searches",
-           str(max_searches), "--top-k", str(top_k), "--max-tokens", str(max_tokens), "--quiet"]
+           str(max_searches), "--top-k", str(top_k), "--max-tokens", str(max_tokens)]
     cmd += ["--limit", str(limit)] if limit else []
     for o in opts:
         cmd += ["--opt", o]
