@@ -27,7 +27,13 @@ from rich.console import Console
 
 from agentic_infer.backends import load_llm
 from agentic_infer.cli.agents import ensure_default_index, print_trajectory
-from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1, plain_options
+from agentic_infer.engines.search_o1 import (
+    BASE_HELP,
+    DEFAULT_SAMPLING,
+    PLAIN_MAX_SEARCHES,
+    SearchO1,
+    plain_options,
+)
 from agentic_infer.runner import run_many
 from agentic_infer.tools.retrieval.index import load_index
 
@@ -43,10 +49,9 @@ def make_engine(llm, retriever, *, distilled: bool, max_searches: int = 3) -> Se
     """A distilled policy: the plain prompt it was trained with; the base: a worked example and a forced search tag."""
     sampling = DEFAULT_SAMPLING.replace(max_tokens=256, seed=0)
     if distilled:
-        return SearchO1(llm, retriever, **plain_options(top_k=2, passage_chars=300, max_searches=max_searches),
+        return SearchO1(llm, retriever, **plain_options(max_searches=max_searches),
                         max_turns=6, sampling=sampling, max_total_tokens=2048)
-    return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, worked_example=True,
-                    assistant_prefix="Let me search for this.\n<|begin_search_query|>", rid_prefill=True,
+    return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, **BASE_HELP,
                     rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=128, seed=0), sampling=sampling,
                     max_total_tokens=1024)
 
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(f"[dim]index ready ({len(retriever)} passages) in {time.perf_counter() - t0:.1f}s; "
                   f"loading {args.backend}[/dim]")
     llm = load_llm(args.backend)
-    engine = make_engine(llm, retriever, distilled=distilled, max_searches=args.max_searches or (5 if distilled else 3))
+    engine = make_engine(llm, retriever, distilled=distilled, max_searches=args.max_searches or (PLAIN_MAX_SEARCHES if distilled else 3))
     questions = args.question or QUESTIONS
     rollouts = asyncio.run(run_many(engine, [{"question": q} for q in questions], concurrency=1, progress=False))
     trajs = [r.trajectory for r in rollouts]

@@ -25,13 +25,11 @@ import time
 from pathlib import Path
 
 from agentic_infer.backends import load_llm
-from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1
+from agentic_infer.engines.search_o1 import BASE_HELP, DEFAULT_SAMPLING, SearchO1
 from agentic_infer.tools.retrieval.bm25 import BM25Index
 from agentic_infer.tools.retrieval.corpus import question_paragraphs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop" / "musique_ans_dev_150.jsonl"
-BASE_HELP = {"worked_example": True, "assistant_prefix": "Let me search for this.\n<|begin_search_query|>",
-             "rid_prefill": True}
 
 
 def counting(llm) -> list[int]:

@@ -169,15 +169,6 @@ class LlamaCppLLM(BaseLLM):
         return thread_tokens(lambda emit, flag: self._run(ids, params, seed, emit, flag), "llama.cpp")
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 class PromptStates:
     """The llama.cpp context states (KV cache) of the last `size` prompts, keyed by their token ids.
 
@@ -211,9 +202,9 @@ class PromptStates:
 
         if not self.saved:
             return
-        llama = self.llama
-        live = _common_prefix(llama.input_ids[: llama.n_tokens], ids)
-        i, best = max(enumerate(_common_prefix(s, ids) for s, _ in self.saved), key=lambda x: x[1])
+        llama, common = self.llama, llama_cpp.Llama.longest_token_prefix
+        live = common(llama.input_ids[: llama.n_tokens], ids)
+        i, best = max(enumerate(common(s, ids) for s, _ in self.saved), key=lambda x: x[1])
         if best < live + self.MIN_GAIN:
             return
         saved_ids, (buf, written) = self.saved.pop(i)

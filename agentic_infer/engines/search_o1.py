@@ -43,7 +43,16 @@ DEFAULT_SAMPLING = SamplingParams(max_tokens=2048, temperature=0.7, top_p=0.8, t
                                   logprobs=0)  # the sampled token's logprob, for RL
 
 
-def plain_options(*, top_k: int, passage_chars: int, max_searches: int) -> dict[str, Any]:
+# What a small base model needs to search at all (`make demo`, the base in `make distill-eval`): a worked example,
+# the first search tag forced, and Reason-in-Documents answering inside the analysis it was given.
+BASE_HELP = {"worked_example": True, "assistant_prefix": "Let me search for this.\n<|begin_search_query|>",
+             "rid_prefill": True}
+
+PLAIN_TOP_K, PLAIN_PASSAGE_CHARS, PLAIN_MAX_SEARCHES = 2, 300, 5  # the plain setting `make distill` trains with
+
+
+def plain_options(*, top_k: int = PLAIN_TOP_K, passage_chars: int = PLAIN_PASSAGE_CHARS,
+                  max_searches: int = PLAIN_MAX_SEARCHES) -> dict[str, Any]:
     """The plain Search-o1 setting (raw passages cut to `passage_chars`, no Reason-in-Documents) that
     distillation demonstrations are built with and a distilled policy is served and evaluated with."""
     return {"rid": False, "top_k": top_k, "passage_chars": passage_chars, "max_searches": max_searches}

@@ -27,15 +27,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.engines.search_o1 import plain_options
+from agentic_infer.engines.search_o1 import BASE_HELP, plain_options
 from agentic_infer.errors import ConfigError
 from train.distill.recipe import DistillSettings
 
 DEV = (("hotpotqa", "hotpotqa_dev_distractor_150.jsonl"), ("musique", "musique_ans_dev_150.jsonl"),
        ("2wiki", "2wiki_dev_150.jsonl"))
-BASE_HELP = ("worked_example=true", "assistant_prefix=Let me search for this.\n<|begin_search_query|>",
-             "rid_prefill=true", 'rid_sampling={"max_tokens": 128, "temperature": 0.7, "top_p": 0.8, "top_k": 20, '
-             '"repetition_penalty": 1.05}')
+BASE_OPTS = (*(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in BASE_HELP.items()),
+             'rid_sampling={"max_tokens": 128, "temperature": 0.7, "top_p": 0.8, "top_k": 20, '
+             '"repetition_penalty": 1.05}')  # the demo's help as `agentic eval run --opt` values
 POLICIES = ("base", "sft", "distilled")
 THREADS = min(os.cpu_count() or 1, 8)
 
@@ -56,7 +56,7 @@ def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
     plain = plain_options(**s.engine_options)
     plain_opts = [f"rid={str(plain['rid']).lower()}", f"passage_chars={plain['passage_chars']}"]
     threads = f"?n_threads={THREADS}"
-    out = {"base": (f"llamacpp://default{threads}", list(BASE_HELP), 3)}
+    out = {"base": (f"llamacpp://default{threads}", list(BASE_OPTS), 3)}
     sft = Path(s.out) / "sft" / "model" / "policy.gguf"
     if sft.is_file():
         out["sft"] = (f"llamacpp://{sft.resolve()}{threads}", plain_opts, s.top_k)
@@ -69,6 +69,10 @@ def policies(s: DistillSettings) -> dict[str, tuple[str, list[str], int]]:
 def _rows(run: Path) -> list[dict[str, Any]]:
     p = run / "results.jsonl"
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.is_file() else []
+
+
+def _metric(row: dict[str, Any], name: str) -> float:
+    return float(row["metrics"].get(name, 0.0))
 
 
 def _boxed(row: dict[str, Any]) -> float:
@@ -84,25 +88,21 @@ def table(runs: dict[str, dict[str, Path]]) -> list[dict[str, Any]]:
     """One row per (policy, task) and per policy over all tasks, with paired differences to the base."""
     from eval.stats import summarize_values
 
+    loaded = {name: {t: _rows(p) for t, p in by_task.items()} for name, by_task in runs.items()}
+    base = {t: {r.get("index"): r for r in rows} for t, rows in loaded.get("base", {}).items()}
     out = []
-    base = {t: {r.get("index"): r for r in _rows(p)} for t, p in runs.get("base", {}).items()}
-    for name, by_task in runs.items():
+    for name, by_task in loaded.items():
         for task in [*by_task, "all"]:
-            rows = [r for t, p in by_task.items() if task in ("all", t) for r in _rows(p)]
-            if not rows:
+            picked = [(t, r) for t, rows in by_task.items() if task in ("all", t) for r in rows]
+            if not picked:
                 continue
+            rows = [r for _, r in picked]
+            pairs = [(r, base[t][r.get("index")]) for t, r in picked if r.get("index") in base.get(t, {})]
             rec: dict[str, Any] = {"policy": name, "task": task, "n": len(rows)}
             for m in ("em", "f1", "cover_em"):
-                rec[m] = summarize_values([float(r["metrics"].get(m, 0.0)) for r in rows])
+                rec[m] = summarize_values([_metric(r, m) for r in rows])
                 if name != "base":
-                    diffs = []
-                    for t, p in by_task.items():
-                        if task in ("all", t):
-                            for r in _rows(p):
-                                b = base.get(t, {}).get(r.get("index"))
-                                if b is not None:
-                                    diffs.append(float(r["metrics"].get(m, 0.0)) - float(b["metrics"].get(m, 0.0)))
-                    rec[f"{m}_diff"] = summarize_values(diffs)
+                    rec[f"{m}_diff"] = summarize_values([_metric(r, m) - _metric(b, m) for r, b in pairs])
             rec["boxed"] = sum(_boxed(r) for r in rows) / len(rows)
             rec["searched"] = sum(r.get("search_calls", 0) > 0 for r in rows) / len(rows)
             rec["searches_per_q"] = sum(r.get("search_calls", 0) for r in rows) / len(rows)
@@ -116,15 +116,17 @@ def _ci(d: dict[str, float]) -> str:
     return f"{d['mean']:.3f} [{d['ci95_low']:.3f}, {d['ci95_high']:.3f}]"
 
 
+def _summary(run: Path) -> dict[str, Any]:
+    p = run / "summary.json"
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
 def coverage(runs: dict[str, dict[str, Path]]) -> list[str]:
     """One line per run that scored fewer questions than its file holds, with the recorded reasons."""
     lines = []
     for name, by_task in runs.items():
         for task, run in by_task.items():
-            summary = run / "summary.json"
-            if not summary.is_file():
-                continue
-            d = json.loads(summary.read_text())
+            d = _summary(run)
             if d.get("n", 0) < d.get("n_expected", 0):
                 errors = run / "rollouts.jsonl.errors.jsonl"
                 why = Counter(re.sub(r"'[^']*'", "'...'", json.loads(x)["error"])
@@ -142,11 +144,10 @@ def counted_as_wrong(runs: dict[str, dict[str, Path]]) -> list[str]:
         em = f1 = 0.0
         for run in by_task.values():
             rows = _rows(run)
-            summary = run / "summary.json"
-            expected += json.loads(summary.read_text()).get("n_expected", len(rows)) if summary.is_file() else len(rows)
+            expected += _summary(run).get("n_expected", len(rows))
             scored += len(rows)
-            em += sum(float(r["metrics"].get("em", 0.0)) for r in rows)
-            f1 += sum(float(r["metrics"].get("f1", 0.0)) for r in rows)
+            em += sum(_metric(r, "em") for r in rows)
+            f1 += sum(_metric(r, "f1") for r in rows)
         if expected > scored:
             lines.append(f"- {name}, all {expected} questions with the {expected - scored} unscored counted as wrong: "
                          f"EM {em / expected:.3f} ({em:.0f}/{expected}), F1 {f1 / expected:.3f}")

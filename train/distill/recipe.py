@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.engines.search_o1 import PLAIN_MAX_SEARCHES, PLAIN_PASSAGE_CHARS, PLAIN_TOP_K
 from agentic_infer.errors import ConfigError
 from train.distill.report import write_report
 
@@ -56,9 +57,9 @@ class DistillSettings:
     data_dir: str = DATA_DIR
     sources: tuple[tuple[str, str], ...] = SOURCES
     limit: int | None = 100  # questions read per source file
-    top_k: int = 2  # raw passages per search (demos and eval)
-    passage_chars: int = 300  # each raw passage cut to this many characters (demos and eval)
-    max_searches: int = 5  # the limit the prompt states (demos and eval)
+    top_k: int = PLAIN_TOP_K  # raw passages per search (demos and eval)
+    passage_chars: int = PLAIN_PASSAGE_CHARS  # each raw passage cut to this many characters (demos and eval)
+    max_searches: int = PLAIN_MAX_SEARCHES  # the limit the prompt states (demos and eval)
     reject_questions: int = 12  # train questions sampled from `model` itself (rejection sampling)
     reject_samples: int = 2  # samples per such question
     max_demos: int = 150

@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-STAGE_ORDER = ("data", "filter", "sft", "grpo", "gguf")
-
 
 def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """stage -> what it did, in stage order."""
     data, filt = summaries.get("data", {}), summaries.get("filter", {})
     sft, grpo = summaries.get("sft", {}), summaries.get("grpo", {})
     rs = data.get("rejection_sampling", {})
@@ -82,9 +81,9 @@ def write_report(s: Any, summaries: dict[str, dict[str, Any]], path: Path, *, pl
     what = _what(s, summaries)
     lines = [f"# Distill report ({'quick' if s.quick else 'full'} recipe)", "",
              "| stage | seconds | what |", "|---|---|---|"]
-    for stage in STAGE_ORDER:
-        lines.append(f"| {stage} | {summaries.get(stage, {}).get('seconds', '')} | {what[stage]} |")
-    total = sum(float(summaries.get(st, {}).get("seconds") or 0) for st in STAGE_ORDER)
+    for stage, text in what.items():
+        lines.append(f"| {stage} | {summaries.get(stage, {}).get('seconds', '')} | {text} |")
+    total = sum(float(summaries.get(st, {}).get("seconds") or 0) for st in what)
     lines += ["", f"Total: {total / 60:.1f} min (stages run in this invocation and earlier ones).", "",
               "## Data per source", "", "| file | questions | verified | rejected | dev overlap |",
               "|---|---|---|---|---|"]
