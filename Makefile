@@ -35,10 +35,10 @@ demo: $(VENV)/.demo-installed
 distill: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
 
-# Base vs SFT vs SFT+GRPO on the 450 dev questions through `agentic eval run` (80 min measured; resumable);
-# e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
+# Base vs SFT vs SFT+GRPO on the 450 dev questions: train writes the spec, eval compares (80 min measured;
+# resumable); e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
 distill-eval: $(VENV)/.test-installed
-	$(BIN)/python -m agentic_infer train distill-eval $(DISTILL_EVAL_ARGS)
+	spec=$$($(BIN)/python -m agentic_infer train distill-spec $(DISTILL_ARGS)) && $(BIN)/python -m agentic_infer eval compare "$$spec" $(DISTILL_EVAL_ARGS)
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q

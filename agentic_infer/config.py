@@ -8,20 +8,59 @@ are `KEY=VALUE` strings (VALUE read as a YAML scalar or flow collection: `5`, `0
 A nested dataclass field (e.g. `SamplingParams`) takes a mapping. Unknown keys fail with the key, where
 it came from and the keys the config accepts; the dataclass's own `__post_init__` validates values.
 `config_to_dict(cfg)` gives the plain mapping back (what a run records, what `--show-config` prints).
+A setting renamed in a release stays a clear error for one release: `@renamed(top_k=("k", "documents per
+search"))` over the dataclass makes the old key, as a keyword or as a `--set`/YAML key, a ConfigError naming
+the new one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from agentic_infer.errors import ConfigError
 
 T = TypeVar("T")
+
+
+def renamed(**moves: str | tuple[str, str]) -> Callable[[type[T]], type[T]]:
+    """Class decorator (above `@dataclass`): `old=new` or `old=(new, what it is)` for each renamed setting."""
+    def wrap(cls: type[T]) -> type[T]:
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            for key in kwargs:
+                _refuse_renamed(cls, key, "keyword arguments")
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[method-assign]
+        cls.__renamed__ = {old: (m, "") if isinstance(m, str) else m for old, m in moves.items()}  # type: ignore[attr-defined]
+        return cls
+
+    return wrap
+
+
+def _refuse_renamed(cls: type, key: str, where: str, prefix: str = "") -> None:
+    """A ConfigError when `key` is a renamed setting of `cls` (see `renamed`); else nothing."""
+    move = getattr(cls, "__renamed__", {}).get(key)
+    if move is None:
+        return
+    new, what = move
+    msg = (f"{where}: {cls.__name__} setting {prefix + key!r} is renamed {prefix + new!r}"
+           f"{f' ({what})' if what else ''}: set {prefix + new}=VALUE instead")
+    hints = typing.get_type_hints(cls)
+    nested = [repr(f"{prefix}{f.name}.{key}") for f in dataclasses.fields(cls)  # the old name in a section
+              if (sub := _dataclass_type(hints.get(f.name))) is not None
+              and key in {g.name for g in dataclasses.fields(sub)} and new != f"{f.name}.{key}"]
+    if nested:
+        msg += f"; {prefix + key!r} is now only {' or '.join(nested)}"
+    raise ConfigError(msg)
 
 
 def parse_overrides(items: Sequence[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -81,7 +120,7 @@ def build_config(cls: type[T], *, file: str | Path | None = None, overrides: Seq
     layers = [(read_config_file(file), f"--config {file}")] if file is not None else []
     layers.append((parse_overrides(overrides), source))
     for layer, where in layers:
-        values = _merge(values, layer)
+        values = merge_settings(values, layer)
         _check_keys(cls, layer, where)
     return _build(cls, values, cls.__name__)
 
@@ -112,10 +151,11 @@ def _defaults(cls: type) -> dict[str, Any]:
     return out
 
 
-def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+def merge_settings(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """`a` with `b` on top, nested mappings merged key by key."""
     out = dict(a)
     for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+        out[k] = merge_settings(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
     return out
 
 
@@ -133,6 +173,7 @@ def _check_keys(cls: type, layer: Mapping[str, Any], where: str, prefix: str = "
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if f.init]
     for key, value in layer.items():
+        _refuse_renamed(cls, key, where, prefix)
         if key not in names:
             raise ConfigError(f"{where}: unknown setting {prefix + key!r} for {cls.__name__}; "
                               f"it takes {', '.join(prefix + n for n in names)}")

@@ -26,7 +26,7 @@ from pathlib import Path
 from rich.console import Console
 
 from agentic_infer.backends import load_llm
-from agentic_infer.cli.agents import ensure_default_index, print_trajectory
+from agentic_infer.cli.agents import print_trajectory
 from agentic_infer.engines.search_o1 import (
     BASE_HELP,
     DEFAULT_SAMPLING,
@@ -35,7 +35,7 @@ from agentic_infer.engines.search_o1 import (
     plain_options,
 )
 from agentic_infer.runner import run_many
-from agentic_infer.tools.retrieval.index import load_index
+from agentic_infer.tools.retrieval.corpora import retriever_factory
 
 DISTILLED = Path("runs/distill/policy.gguf")
 QUESTIONS = [
@@ -51,7 +51,7 @@ def make_engine(llm, retriever, *, distilled: bool, max_searches: int = 3) -> Se
     if distilled:
         return SearchO1(llm, retriever, **plain_options(max_searches=max_searches),
                         max_turns=6, sampling=sampling, max_total_tokens=2048)
-    return SearchO1(llm, retriever, max_searches=max_searches, top_k=3, max_turns=6, **BASE_HELP,
+    return SearchO1(llm, retriever, max_searches=max_searches, k=3, max_turns=6, **BASE_HELP,
                     rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=128, seed=0), sampling=sampling,
                     max_total_tokens=1024)
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
                       "pass --backend llamacpp://default for the base model with prompting help)")
     args.backend = args.backend or "llamacpp://default"
     t0 = time.perf_counter()
-    retriever = load_index(ensure_default_index(console))
+    retriever = retriever_factory(default="wiki-vital", on_build=lambda m: console.print(f"[dim]{m}[/dim]"))({})
     console.print(f"[dim]index ready ({len(retriever)} passages) in {time.perf_counter() - t0:.1f}s; "
                   f"loading {args.backend}[/dim]")
     llm = load_llm(args.backend)

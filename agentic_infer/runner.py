@@ -16,19 +16,29 @@ server stays full), `sequential` (one at a time, a baseline) and, for engines on
 turn per step, waiting for its slowest member, and tool handlers see the whole batch at once). For a
 deterministic backend all three give identical rollouts. `prepare(index, rollout)` runs just before a
 rollout is written (eval writes its verdicts into `rollout.rewards` there, so the line holds them) and
-`on_rollout(index, rollout)` just after (eval writes its result row there). `write_jsonl` replaces a
-whole JSONL file atomically (eval's judging phase adds verdicts to finished rollouts with it).
+`on_rollout(index, rollout)` just after (eval writes its result row there).
+
+The toolkit's one JSONL and bounded-concurrency toolbox, shared by eval, synth and train:
+- `iter_jsonl(path, expected)`: (line number, record) of every line; a bad line is a `ConfigError` naming
+  file:line and what was expected (`skip_bad=True`: logged and skipped, for our own outputs); `read_jsonl`:
+  the readable records of an output file as a list (none when it does not exist);
+- `append_jsonl(path, record)`: one record appended as one flushed line (`fsync=True`: on disk);
+- `write_jsonl(path, records)` / `atomic_open(path)`: replace a whole file atomically (a kill leaves the old
+  file or the new one); `repair_jsonl(path)`: drop the torn last line a kill left;
+- `gather_bounded(fn, items, concurrency)`: `[await fn(x) for x in items]` with at most `concurrency` at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gzip
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 
 from agentic_infer.engines.base import Engine, EpisodicEngine, example_id
 from agentic_infer.errors import AgenticError, ConfigError
@@ -36,50 +46,87 @@ from agentic_infer.types import Rollout
 
 log = logging.getLogger(__name__)
 SCHEDULERS = ("async", "lockstep", "sequential")
+T = TypeVar("T")
+R = TypeVar("R")
+_BAD_LINE = (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError)  # what a torn or foreign line raises
 
 
-def read_jsonl(path: Path, parse: Callable[[str], Any] = json.loads) -> list[Any]:
-    """Every readable record of a JSONL file; a torn or unreadable line is logged and skipped."""
-    out: list[Any] = []
-    if not path.exists():
-        return out
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+def iter_jsonl(path: str | Path, expected: str = "one JSON record a line", *, parse: Callable[[str], Any] = json.loads,
+               skip_bad: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, `parse(line)`) of every non-empty line of a JSONL file (`.gz` too; a UTF-8 BOM is ignored).
+
+    A line that does not parse (not UTF-8, not JSON, or refused by `parse`) is a `ConfigError` naming the
+    file, the line and what was `expected`: a user's input is not repaired. `skip_bad=True` logs and skips it
+    instead, for our own output files, where a killed writer may have torn a line."""
+    path = Path(path)
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        for n, raw in enumerate(f, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
                 continue
             try:
-                out.append(parse(line))
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                log.warning("%s:%d unreadable (%s); skipped", path, n, e)
-    return out
-
-
-def iter_jsonl(path: Path, expected: str) -> Iterator[tuple[int, Any]]:
-    """(line number, record) of every non-empty line of a user's input file; a line that is not JSON is a
-    `ConfigError` naming the file, the line and what was `expected` (inputs are not repaired, only outputs)."""
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+                rec = parse(raw.decode("utf-8"))
+            except _BAD_LINE as e:
+                what = (f"not valid JSON ({e.msg})" if isinstance(e, json.JSONDecodeError) else
+                        f"not UTF-8 text ({e.reason})" if isinstance(e, UnicodeDecodeError) else
+                        f"unreadable ({type(e).__name__}: {e})")
+                if not skip_bad:
+                    raise ConfigError(f"{path}:{n}: {what}; expected {expected}") from None
+                log.warning("%s:%d %s; skipped", path, n, what)
                 continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{path}:{n}: not JSON ({e.msg}); expected {expected}") from None
+            yield n, rec
 
 
-def write_jsonl(path: Path, lines: Iterable[str]) -> None:
-    """Replace `path` with `lines` (one JSON record each) atomically: a kill leaves the old file or the new one."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
+def read_jsonl(path: str | Path, parse: Callable[[str], Any] = json.loads) -> list[Any]:
+    """Every readable record of one of our output files (none when it does not exist); a torn or unreadable
+    line is logged and skipped (`iter_jsonl(..., skip_bad=True)`)."""
+    path = Path(path)
+    return [rec for _, rec in iter_jsonl(path, parse=parse, skip_bad=True)] if path.exists() else []
+
+
+def _line(record: Any) -> str:
+    """A record as one JSON line: a string is taken as already encoded (e.g. `Trajectory.to_json()`)."""
+    return record if isinstance(record, str) else json.dumps(record, ensure_ascii=False, default=str)
+
+
+def append_jsonl(path: str | Path, record: Any, *, fsync: bool = False) -> None:
+    """Append `record` (a JSON-able value, or an encoded JSON string) as one line, flushed; `fsync=True` also
+    forces it to disk (the completion marker of a resumable run)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(_line(record) + "\n")
         f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+        if fsync:
+            os.fsync(f.fileno())
 
 
-def repair_jsonl(path: Path) -> None:
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """A file (`mode` "w" text or "wb" bytes) that replaces `path` when the block ends, fsynced first: a kill
+    leaves the old file or the new one, never half of one; on an error the temporary file is removed."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_jsonl(path: str | Path, records: Iterable[Any]) -> Path:
+    """Replace `path` with `records` (JSON-able values or encoded JSON strings), one a line, atomically."""
+    with atomic_open(path) as f:
+        for rec in records:
+            f.write(_line(rec) + "\n")
+    return Path(path)
+
+
+def repair_jsonl(path: str | Path) -> None:
     """Drop a torn last line (a kill mid-write) by rewriting the file atomically; a no-op for a clean file."""
+    path = Path(path)
     if not path.exists() or not path.stat().st_size:
         return
     data = path.read_bytes()
@@ -87,9 +134,35 @@ def repair_jsonl(path: Path) -> None:
         return
     keep = data[: data.rfind(b"\n") + 1]
     log.warning("%s: dropping a torn last line (%d bytes)", path, len(data) - len(keep))
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(keep)
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as f:
+        f.write(keep)
+
+
+async def gather_bounded(fn: Callable[[T], Awaitable[R]], items: Iterable[T], concurrency: int) -> list[R]:
+    """`[await fn(x) for x in items]`, at most `concurrency` calls at once; results in the order of `items`.
+
+    `concurrency=1` runs them one after another, in order. The first error (or a cancellation) cancels the
+    calls still running or waiting and is raised once they have all stopped, so none is left orphaned. Handle
+    per-item failures inside `fn` (return a marker) when the others should go on."""
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ConfigError(f"concurrency={concurrency!r}: must be an integer >= 1")
+    items = list(items)
+    if concurrency == 1:
+        return [await fn(x) for x in items]
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(x: T) -> R:
+        async with limit:
+            return await fn(x)
+
+    tasks = [asyncio.ensure_future(one(x)) for x in items]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class Progress:
@@ -151,7 +224,6 @@ async def run_many(engine: Engine, examples: Sequence[Mapping[str, Any]], *, con
     results: list[Rollout | None] = [done.get(eid) for eid in ids]
     todo = [i for i, r in enumerate(results) if r is None]
     bar = Progress(len(examples), done=len(examples) - len(todo), label=engine.name, enabled=progress)
-    sink = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 (closed in finally)
     errors = path.with_suffix(path.suffix + ".errors.jsonl") if path else None
 
     def finish(i: int, rollout: Rollout) -> None:
@@ -161,9 +233,8 @@ async def run_many(engine: Engine, examples: Sequence[Mapping[str, Any]], *, con
         results[i] = rollout
         if prepare is not None:
             prepare(i, rollout)
-        if sink is not None:
-            sink.write(rollout.to_json() + "\n")
-            sink.flush()
+        if path is not None:
+            append_jsonl(path, rollout.to_json())
         if on_rollout is not None:
             on_rollout(i, rollout)
         bar.advance()
@@ -173,37 +244,25 @@ async def run_many(engine: Engine, examples: Sequence[Mapping[str, Any]], *, con
             raise e
         log.warning("%s %s: %s (retried on the next run)", engine.name, ids[i], e)
         if errors is not None:
-            with open(errors, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"id": ids[i], "error": f"{type(e).__name__}: {e}"}) + "\n")
+            append_jsonl(errors, {"id": ids[i], "error": f"{type(e).__name__}: {e}"})
         bar.advance()
 
     try:
         if scheduler == "lockstep":
             await _lockstep(engine, examples, todo, concurrency, finish, failed)  # type: ignore[arg-type]
         else:
-            limit = asyncio.Semaphore(1 if scheduler == "sequential" else concurrency)
-
             async def one(i: int) -> None:
-                async with limit:
-                    try:
-                        rollout = await engine.run(examples[i])
-                    except AgenticError as e:
-                        failed(i, e)
-                        return
-                    finish(i, rollout)
+                try:
+                    rollout = await engine.run(examples[i])
+                except AgenticError as e:
+                    failed(i, e)
+                    return
+                finish(i, rollout)
 
-            tasks = [asyncio.ensure_future(one(i)) for i in todo]
-            try:
-                await asyncio.gather(*tasks)
-            except BaseException:  # stop the items in flight before the file closes; they are redone next run
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+            # an error or Ctrl-C stops the items in flight too; they are redone on the next run
+            await gather_bounded(one, todo, 1 if scheduler == "sequential" else concurrency)
     finally:
         bar.close()
-        if sink is not None:
-            sink.close()
     return results
 
 

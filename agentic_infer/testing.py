@@ -5,8 +5,9 @@ strings returned in order, one per generated completion, or a callable `prompt -
 stop strings like a real backend (cuts at the first stop string, reports it in `stop_reason`, keeps
 it when `include_stop`), `max_tokens`, `n`, streaming with cancellation, a ChatML chat template and
 a byte-level tokenizer of its own (token id = UTF-8 byte, so encode/decode are lossless; a token-id
-prompt is decoded with it before the script sees it, and `prompt_ids` records it), and
-returns deterministic fake logprobs (override with `logprob_fn(token_index, token_id) -> float`).
+prompt is decoded with it before the script sees it, and `prompt_ids` records it), records the
+`SamplingParams` each completion was asked with (`params`, in step with `prompts`: what an engine really
+sent), and returns deterministic fake logprobs (override with `logprob_fn(token_index, token_id) -> float`).
 
 A response may also be a list of token ids, generated exactly as given (a non-canonical tokenization,
 a stop string ending inside a token), and `tokenizer=` swaps in a real tokenizer (e.g. a GGUF
@@ -24,7 +25,7 @@ from typing import Any
 from agentic_infer.backends.base import BaseLLM, tokenize
 from agentic_infer.backends.chat_template import CHATML, ChatTemplate
 from agentic_infer.errors import BackendError
-from agentic_infer.types import Message, TokenLogprob, TopLogprob
+from agentic_infer.types import Message, SamplingParams, TokenLogprob, TopLogprob
 
 
 class ByteTokenizer:
@@ -63,6 +64,7 @@ class FakeLLM(BaseLLM):
         self.token_delay_s = token_delay_s
         self.prompts: list[str] = []  # every prompt seen, in order (token-id prompts decoded)
         self.prompt_ids: list[list[int] | None] = []  # the same prompts as ids when given as ids, else None
+        self.params: list[SamplingParams] = []  # the sampling of each of those completions
         self.tokens_generated = 0  # tokens actually produced (a cancelled stream stops counting)
 
     @property
@@ -89,6 +91,7 @@ class FakeLLM(BaseLLM):
 
     async def _stream_tokens(self, prompt, params, seed, cancelled) -> AsyncIterator[tuple[Any, Any]]:
         self.prompt_ids.append(None if isinstance(prompt, str) else list(prompt))
+        self.params.append(params)
         text = prompt if isinstance(prompt, str) else self._tokenizer.decode(prompt)
         reply = self._next_response(text)
         ids = list(reply) if not isinstance(reply, str) else self._encode(reply)

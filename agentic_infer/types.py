@@ -1,9 +1,12 @@
-"""Core records that cross every stage: sampling parameters, completions, messages, trajectories.
+"""Core records that cross every stage: sampling parameters, completions, messages, trajectories, rollouts.
 
-No heavy imports here (numpy at most): engines, synth, train and eval all import this module.
-Every record validates at construction and raises `ConfigError` naming the parameter, the value
-and the fix. `Trajectory` and `Rollout` round-trip losslessly through JSON (`to_json` / `from_json`)
-and a list of trajectories converts to a `datasets.Dataset` (`trajectories_to_dataset`).
+No heavy imports here (numpy at most): engines, synth, train and eval all import this module. The records
+of one backend call (`SamplingParams`, `Message`, `Completion`, `TokenLogprob`, `TopLogprob`) live in
+`agentic_infer.completions` and are re-exported here; the trainer views of a trajectory (TRL rollout,
+SFT rows, chat messages, the end-of-turn policy) live in `agentic_infer.views`, with thin methods here.
+Every record validates at construction and raises `ConfigError` naming the parameter, the value and
+the fix. `Trajectory` and `Rollout` round-trip losslessly through JSON (`to_json` / `from_json`) and a
+list of trajectories converts to a `datasets.Dataset` (`trajectories_to_dataset`).
 
 One vocabulary across engines (validated):
 - `Segment.kind`: "prompt" (system/user text and forced text: never trained), "model" (sampled by the
@@ -24,214 +27,40 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from agentic_infer.completions import (
+    FINISH_REASONS,
+    MAX_TOP_LOGPROBS,
+    Completion,
+    Message,
+    SamplingParams,
+    TokenLogprob,
+    TopLogprob,
+    invalid,
+    logprobs_from_list,
+    logprobs_to_list,
+)
 from agentic_infer.errors import ConfigError
 
 FinishReason = Literal["stop", "length", "abort"]
 SegmentKind = Literal["prompt", "model", "observation"]
 TrajectoryFinish = Literal["answer", "length", "max_turns", "max_tokens", "context_length", "error", "abort", "budget"]
 SEGMENT_KINDS = ("prompt", "model", "observation")
-FINISH_REASONS = ("stop", "length", "abort")
 TRAJECTORY_FINISH_REASONS = ("answer", "length", "max_turns", "max_tokens", "context_length", "error", "abort",
                              "budget")
 IGNORE_INDEX = -100  # the label of a token that is not trained (PyTorch's cross-entropy ignore_index)
-MAX_TOP_LOGPROBS = 20
 
 
 def trajectory_finish(completion_finish: str) -> TrajectoryFinish:
     """A one-generation trajectory's finish from its completion's: "stop" (EOS or a stop string) -> "answer",
     "length" -> "length", "abort" -> "abort"."""
     if completion_finish not in FINISH_REASONS:
-        _fail("Completion", "finish_reason", completion_finish, f"must be one of {FINISH_REASONS}",
-              "map the backend's reason onto these")
+        invalid("Completion", "finish_reason", completion_finish, f"must be one of {FINISH_REASONS}",
+                "map the backend's reason onto these")
     return "answer" if completion_finish == "stop" else completion_finish  # type: ignore[return-value]
-
-
-def _fail(owner: str, name: str, value: Any, rule: str, fix: str) -> None:
-    raise ConfigError(f"{owner}.{name}={value!r}: {rule}; {fix}")
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample, with OpenAI/vLLM names.
-
-    `logprobs` is the number of top alternatives returned per generated token (0 = only the
-    sampled token's logprob, None = no logprobs). `include_stop` keeps the matched stop string at
-    the end of the text (Search-o1 needs the closing tag). `top_k=0` disables top-k.
-    """
-
-    max_tokens: int = 256
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    n: int = 1
-    stop: tuple[str, ...] = ()
-    seed: int | None = None
-    logprobs: int | None = None
-    repetition_penalty: float = 1.0
-    include_stop: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.stop, str):
-            object.__setattr__(self, "stop", (self.stop,))
-        else:
-            object.__setattr__(self, "stop", tuple(self.stop))
-        own = "SamplingParams"
-        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            _fail(own, "max_tokens", self.max_tokens, "must be an integer >= 1", "ask for at least one token")
-        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature)) or self.temperature < 0:
-            _fail(own, "temperature", self.temperature, "must be a finite number >= 0", "use 0 for greedy decoding")
-        if not (0 < self.top_p <= 1):
-            _fail(own, "top_p", self.top_p, "must be in (0, 1]", "use 1.0 to disable nucleus sampling")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            _fail(own, "top_k", self.top_k, "must be an integer >= 0", "use 0 to disable top-k")
-        if not isinstance(self.n, int) or self.n < 1:
-            _fail(own, "n", self.n, "must be an integer >= 1", "ask for at least one sample")
-        if any(not isinstance(s, str) or not s for s in self.stop):
-            _fail(own, "stop", self.stop, "every stop string must be a non-empty string", "drop empty entries")
-        if self.logprobs is not None and (
-            not isinstance(self.logprobs, int) or not 0 <= self.logprobs <= MAX_TOP_LOGPROBS
-        ):
-            _fail(own, "logprobs", self.logprobs, f"must be None or an integer in 0..{MAX_TOP_LOGPROBS}",
-                  "pass the number of top alternatives wanted per token")
-        if self.seed is not None and not isinstance(self.seed, int):
-            _fail(own, "seed", self.seed, "must be an integer or None", "pass e.g. seed=0")
-        if not self.repetition_penalty > 0:
-            _fail(own, "repetition_penalty", self.repetition_penalty, "must be > 0", "use 1.0 for no penalty")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
-    def replace(self, **changes: Any) -> SamplingParams:
-        """A copy with some fields changed (validated again)."""
-        return SamplingParams(**{**asdict(self), **changes})
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
-
-
-@dataclass(frozen=True)
-class TopLogprob:
-    """One candidate at one position: its text, logprob and (when known) token id."""
-
-    token: str
-    logprob: float
-    token_id: int | None = None
-
-
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One generated token: id (None when the backend gives only text), text, logprob, top-k alternatives."""
-
-    token_id: int | None
-    token: str
-    logprob: float
-    top: tuple[TopLogprob, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "token_id": self.token_id,
-            "token": self.token,
-            "logprob": self.logprob,
-            "top": [{"token": t.token, "logprob": t.logprob, "token_id": t.token_id} for t in self.top],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TokenLogprob:
-        return cls(
-            token_id=d.get("token_id"),
-            token=d["token"],
-            logprob=float(d["logprob"]),
-            top=tuple(TopLogprob(t["token"], float(t["logprob"]), t.get("token_id")) for t in d.get("top", ())),
-        )
-
-
-def _logprobs_to_list(lps: Sequence[TokenLogprob] | None) -> list[dict[str, Any]] | None:
-    return None if lps is None else [lp.to_dict() for lp in lps]
-
-
-def _logprobs_from_list(items: Iterable[dict[str, Any]] | None) -> list[TokenLogprob] | None:
-    return None if items is None else [TokenLogprob.from_dict(x) for x in items]
-
-
-@dataclass
-class Completion:
-    """One sampled continuation. Every backend returns exactly this shape.
-
-    `finish_reason`: "stop" (EOS or a stop string), "length" (max_tokens) or "abort" (cancelled).
-    `stop_reason`: the stop string that matched, None for EOS or any other finish.
-    """
-
-    text: str
-    token_ids: list[int] | None = None
-    logprobs: list[TokenLogprob] | None = None
-    finish_reason: str = "stop"
-    stop_reason: str | None = None
-    prompt_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.finish_reason not in FINISH_REASONS:
-            _fail("Completion", "finish_reason", self.finish_reason, f"must be one of {FINISH_REASONS}",
-                  "map the backend's reason onto these")
-
-    @property
-    def num_tokens(self) -> int:
-        if self.token_ids is not None:
-            return len(self.token_ids)
-        if self.logprobs is not None:
-            return len(self.logprobs)
-        return 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "token_ids": self.token_ids,
-            "logprobs": _logprobs_to_list(self.logprobs),
-            "finish_reason": self.finish_reason,
-            "stop_reason": self.stop_reason,
-            "prompt_tokens": self.prompt_tokens,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Completion:
-        return cls(
-            text=d["text"],
-            token_ids=d.get("token_ids"),
-            logprobs=_logprobs_from_list(d.get("logprobs")),
-            finish_reason=d.get("finish_reason", "stop"),
-            stop_reason=d.get("stop_reason"),
-            prompt_tokens=d.get("prompt_tokens"),
-        )
-
-
-@dataclass
-class Message:
-    """A chat message (OpenAI shape). `tool_calls` holds native tool calls as OpenAI dicts."""
-
-    role: str
-    content: str = ""
-    name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.role not in ("system", "user", "assistant", "tool"):
-            _fail("Message", "role", self.role, "must be system, user, assistant or tool", "fix the role name")
-        if not isinstance(self.content, str):
-            _fail("Message", "content", self.content, "must be a string", "join parts into one string")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(**{k: d[k] for k in ("role", "content", "name", "tool_calls", "tool_call_id") if k in d})
 
 
 @dataclass
@@ -252,9 +81,9 @@ class Segment:
 
     def __post_init__(self) -> None:
         if self.kind not in SEGMENT_KINDS:
-            _fail("Segment", "kind", self.kind, f"must be one of {SEGMENT_KINDS}", "label what produced the text")
+            invalid("Segment", "kind", self.kind, f"must be one of {SEGMENT_KINDS}", "label what produced the text")
         if self.logprobs is not None and self.token_ids is not None and len(self.logprobs) != len(self.token_ids):
-            _fail("Segment", "logprobs", f"<{len(self.logprobs)} entries>",
+            invalid("Segment", "logprobs", f"<{len(self.logprobs)} entries>",
                   f"must have one entry per token id ({len(self.token_ids)})", "pass matching lists")
 
     @property
@@ -282,7 +111,7 @@ class Segment:
             "kind": self.kind,
             "text": self.text,
             "token_ids": self.token_ids,
-            "logprobs": _logprobs_to_list(self.logprobs),
+            "logprobs": logprobs_to_list(self.logprobs),
             "metadata": self.metadata,
         }
 
@@ -292,7 +121,7 @@ class Segment:
             kind=d["kind"],
             text=d["text"],
             token_ids=d.get("token_ids"),
-            logprobs=_logprobs_from_list(d.get("logprobs")),
+            logprobs=logprobs_from_list(d.get("logprobs")),
             metadata=dict(d.get("metadata") or {}),
         )
 
@@ -368,7 +197,7 @@ class Trajectory:
 
     def __post_init__(self) -> None:
         if self.finish_reason is not None and self.finish_reason not in TRAJECTORY_FINISH_REASONS:
-            _fail("Trajectory", "finish_reason", self.finish_reason, f"must be one of {TRAJECTORY_FINISH_REASONS}",
+            invalid("Trajectory", "finish_reason", self.finish_reason, f"must be one of {TRAJECTORY_FINISH_REASONS}",
                   "map the engine's reason onto these (details go in metadata)")
 
     # -- building -------------------------------------------------------------------------------
@@ -381,7 +210,7 @@ class Trajectory:
     def finish(self, reason: TrajectoryFinish) -> None:
         """Set `finish_reason` (validated against the one vocabulary)."""
         if reason not in TRAJECTORY_FINISH_REASONS:
-            _fail("Trajectory", "finish_reason", reason, f"must be one of {TRAJECTORY_FINISH_REASONS}",
+            invalid("Trajectory", "finish_reason", reason, f"must be one of {TRAJECTORY_FINISH_REASONS}",
                   "map the engine's reason onto these (details go in metadata)")
         self.finish_reason = reason
 
@@ -393,9 +222,9 @@ class Trajectory:
     @property
     def completion_text(self) -> str:
         """Everything after the leading prompt segments (what the agent wrote and was shown)."""
-        return "".join(s.text for s in self.segments[self._prompt_end():])
+        return "".join(s.text for s in self.segments[self.prompt_end():])
 
-    def _prompt_end(self) -> int:
+    def prompt_end(self) -> int:
         """Index of the first segment after the leading prompt segments."""
         i = 0
         while i < len(self.segments) and self.segments[i].kind == "prompt":
@@ -441,69 +270,25 @@ class Trajectory:
                 self.token_exact = False
         return self
 
-    def _require_exact(self, view: str, allow_inexact: bool) -> None:
-        if not self.token_exact and not allow_inexact:
-            raise ConfigError(
-                f"Trajectory {self.id} (engine {self.engine!r}) has token_exact=False: its ids were encoded from "
-                f"text, not taken from the model, so {view} would train on sequences the policy never saw; "
-                "regenerate it with a backend that returns token ids, or pass allow_inexact=True")
-
     def trl_rollout(self, *, allow_inexact: bool = False) -> dict[str, list]:
-        """TRL's `rollout_func` shape for this trajectory.
+        """TRL's `rollout_func` shape (`agentic_infer.views.trl_rollout`)."""
+        from agentic_infer.views import trl_rollout
 
-        `prompt_ids` (the leading prompt segments), `completion_ids` (everything after), `logprobs`
-        aligned with `completion_ids` (the sampling logprob of model tokens, 0.0 on observation tokens)
-        and `env_mask` (1 = sampled by the policy, 0 = observation: not trained).
-        """
-        self._require_exact("trl_rollout()", allow_inexact)
-        cut = self._prompt_end()
-        prompt_ids = [i for s in self.segments[:cut] for i in _ids(s)]
-        completion, logprobs, mask = [], [], []
-        for seg in self.segments[cut:]:
-            ids = _ids(seg)
-            completion.extend(ids)
-            mask.extend([int(seg.trainable)] * len(ids))
-            if seg.trainable and seg.logprobs is not None:
-                logprobs.extend(lp.logprob for lp in seg.logprobs)
-            else:
-                logprobs.extend([0.0] * len(ids))
-        return {"prompt_ids": prompt_ids, "completion_ids": completion, "logprobs": logprobs, "env_mask": mask}
+        return trl_rollout(self, allow_inexact=allow_inexact)
 
-    def sft_row(self, *, max_length: int | None = None, allow_inexact: bool = False) -> dict[str, list[int]]:
-        """A pre-tokenized SFT row: `input_ids`, `labels` (IGNORE_INDEX on every non-trainable token),
-        `attention_mask`; cut to `max_length` tokens (labels cut with the ids)."""
-        self._require_exact("sft_row()", allow_inexact)
-        ids = self.token_ids()
-        labels = [i if m else IGNORE_INDEX for i, m in zip(ids, self.loss_mask())]
-        if max_length is not None:
-            ids, labels = ids[:max_length], labels[:max_length]
-        return {"input_ids": ids, "labels": labels, "attention_mask": [1] * len(ids)}
+    def sft_row(self, *, eos_token_id: int | None = None, append_eos: str | None = None, max_length: int | None = None,
+                allow_inexact: bool = False) -> dict[str, list[int]]:
+        """A pre-tokenized SFT row with the end-of-turn policy `append_eos` (`agentic_infer.views.sft_row`)."""
+        from agentic_infer.views import sft_row
+
+        return sft_row(self, eos_token_id=eos_token_id, append_eos=append_eos,  # type: ignore[arg-type]
+                       max_length=max_length, allow_inexact=allow_inexact)
 
     def chat_messages(self) -> list[dict[str, Any]]:
-        """OpenAI-style messages: the prompt's messages, then assistant turns with a `tool` message per observation.
+        """OpenAI-style messages, observations as `tool` messages (`agentic_infer.views.chat_messages`)."""
+        from agentic_infer.views import chat_messages
 
-        An agent that splices observations into one assistant turn (Search-o1, TIR) becomes alternating
-        assistant / tool messages; forced assistant text (an assistant prefix) opens the first assistant
-        message. The prompt's messages come from the first prompt segment's `metadata["messages"]`
-        (engines record them), else one user message with the prompt text.
-        """
-        head = self.segments[:self._prompt_end()]
-        first = head[0].metadata.get("messages") if head else None
-        messages: list[dict[str, Any]] = [dict(m) for m in first] if first else (
-            [{"role": "user", "content": head[0].text}] if head else [])
-        forced = "".join(s.text for s in head[1:] if s.metadata.get("forced"))
-        assistant = forced
-        for seg in self.segments[len(head):]:
-            if seg.kind == "observation":
-                if assistant:
-                    messages.append({"role": "assistant", "content": assistant})
-                    assistant = ""
-                messages.append({"role": "tool", "content": seg.text})
-            else:
-                assistant += seg.text
-        if assistant:
-            messages.append({"role": "assistant", "content": assistant})
-        return messages
+        return chat_messages(self)
 
     # -- serialisation ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -553,12 +338,6 @@ class Trajectory:
         return cls.from_dict(json.loads(text))
 
 
-def _ids(seg: Segment) -> list[int]:
-    if seg.token_ids is None:
-        raise ConfigError(f"a {seg.kind} segment has token_ids=None; call trajectory.tokenize(tokenizer) first")
-    return seg.token_ids
-
-
 @dataclass
 class Rollout:
     """The outcome of one engine on one example: the group of its trajectories.
@@ -583,7 +362,7 @@ class Rollout:
 
     def __post_init__(self) -> None:
         if self.chosen is not None and not 0 <= self.chosen < max(1, len(self.trajectories)):
-            _fail("Rollout", "chosen", self.chosen, f"must index one of the {len(self.trajectories)} trajectories",
+            invalid("Rollout", "chosen", self.chosen, f"must index one of the {len(self.trajectories)} trajectories",
                   "pass None when the answer is a vote")
         for t in self.trajectories:
             if t.group_id is None:
@@ -644,3 +423,9 @@ def trajectories_to_dataset(trajectories: Iterable[Trajectory]) -> Any:
 def dataset_to_trajectories(dataset: Any) -> list[Trajectory]:
     """The inverse of `trajectories_to_dataset`."""
     return [Trajectory.from_json(r) for r in dataset["record"]]
+
+
+__all__ = ["FINISH_REASONS", "IGNORE_INDEX", "MAX_TOP_LOGPROBS", "SEGMENT_KINDS", "TRAJECTORY_FINISH_REASONS",
+           "Completion", "FinishReason", "Message", "Rollout", "SamplingParams", "Segment", "SegmentKind", "Step",
+           "TokenLogprob", "TopLogprob", "Trajectory", "TrajectoryFinish", "Usage", "dataset_to_trajectories",
+           "trajectories_to_dataset", "trajectory_finish"]

@@ -138,7 +138,7 @@ async def simulate(args: argparse.Namespace, slots: int, concurrency: int, order
     sigs: dict[str, list] = {}
     with SimServer(cfg) as server:
         llm = TimedLLM(load_llm(server.uri(concurrency=max(64, concurrency))))
-        engine = SearchO1(llm, retriever, max_searches=10, top_k=args.top_k,
+        engine = SearchO1(llm, retriever, max_searches=10, k=args.k,
                           sampling=SamplingParams(max_tokens=1024, temperature=0.0, logprobs=0))
         await timed_run(engine, examples[:4], "async", 4)  # warm-up: connections, tokenizer
         floor = await transport_floor(server, llm)
@@ -206,7 +206,7 @@ async def real(args: argparse.Namespace) -> dict[str, Any]:
     with LlamaCppServer(n_ctx=4096) as server:
         llm = load_llm(server.uri + f"&concurrency={args.real_questions}")
         # the small model answers from memory unless its turn opens with a search tag (as in `make demo`)
-        engine = SearchO1(llm, retriever, max_searches=args.real_max_searches, top_k=3, max_turns=4,
+        engine = SearchO1(llm, retriever, max_searches=args.real_max_searches, k=3, max_turns=4,
                           worked_example=True, assistant_prefix="Let me search for this.\n<|begin_search_query|>",
                           rid_prefill=True,
                           sampling=SamplingParams(max_tokens=args.real_max_tokens, temperature=0.0, logprobs=0),
@@ -272,7 +272,7 @@ async def main() -> None:
     ap.add_argument("--decode-ms", type=float, default=2.0)
     ap.add_argument("--alpha", type=float, default=0.03)
     ap.add_argument("--prefill-ms", type=float, default=0.01, help="per new prompt token")
-    ap.add_argument("--top-k", type=int, default=5)
+    ap.add_argument("--k", type=int, default=5, help="Documents per search.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--schedulers", type=lambda v: v.split(","), default=["sequential", "lockstep", "async"],
                     help="comma-separated subset (the checks need all three)")

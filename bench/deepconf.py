@@ -99,8 +99,9 @@ async def live(args: argparse.Namespace) -> tuple[list[dict], dict[str, tuple[li
     rows = rows[: args.questions]
     llm = load_llm(args.backend)
     extract = boxed_or_last_number if args.extract == "boxed-or-last-number" else extract_boxed
-    common = dict(budget=args.budget, max_tokens=args.max_tokens, window=args.window, tail=args.window,
-                  temperature=args.temperature, top_p=args.top_p, seed=args.seed, variant="low")
+    common = dict(budget=args.budget, window=args.window, tail=args.window, variant="low",
+                  sampling={"max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p,
+                            "seed": args.seed})  # a partial mapping: the rest of DeepConf's default sampling stays
     out, pools = [], {}
     try:
         for row in rows:

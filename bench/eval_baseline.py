@@ -28,8 +28,8 @@ DATA = REPO / ".." / "shared" / "data" / "multihop"
 FILES = {"hotpotqa": DATA / "hotpotqa_dev_distractor_150.jsonl", "musique": DATA / "musique_ans_dev_150.jsonl"}
 SEARCH_OPTS = {"max_turns": 4, "max_total_tokens": 700, "doc_chars": 500,
                "first_query": "question", "rid_sampling": {"max_tokens": 96, "temperature": 0.0}}
-SETTINGS = {"direct": dict(max_tokens=32), "search-o1": dict(max_tokens=96, max_searches=2, top_k=3, temperature=0.0,
-                                                             engine_options=SEARCH_OPTS)}
+SETTINGS = {"direct": {"sampling": {"max_tokens": 32}},
+            "search-o1": {"max_searches": 2, "k": 3, "sampling": {"max_tokens": 96, "temperature": 0.0}, **SEARCH_OPTS}}
 
 
 def plan(direct_limit: int, search_limit: int) -> list[tuple[str, str, str | None, int]]:
@@ -58,7 +58,7 @@ async def main() -> None:
                                      out=str(out), backend=args.backend,
                                      backoff=str(direct) if engine == "search-o1" else None,
                                      judge=args.judge or args.backend, judge_verdict=args.judge_verdict,
-                                     **SETTINGS[engine]),
+                                     settings=SETTINGS[engine]),
                            llm=llm, judge_llm=None if args.judge else llm, progress=False)
         m, t = s["metrics"], s["totals"]
         row = {"task": task, "engine": engine, "corpus": corpus or "-", "n": s["n"], "dir": str(out),

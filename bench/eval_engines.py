@@ -21,9 +21,9 @@ from collections import Counter
 from pathlib import Path
 
 from agentic_infer.backends import load_llm
+from agentic_infer.tasks import get_task
 from eval.runner import RunConfig, run_eval
 from eval.summary import read_results
-from eval.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / ".." / "shared" / "data"
@@ -31,16 +31,15 @@ FILES = {"gsm8k": DATA / "math" / "gsm8k_test.jsonl", "game24": DATA / "puzzles"
          "hotpotqa": DATA / "multihop" / "hotpotqa_dev_distractor_150.jsonl"}
 # (task, engine, questions, RunConfig settings)
 PLAN = [
-    ("gsm8k", "cot", 20, dict(max_tokens=256)),
-    ("gsm8k", "tir", 20, dict(max_tokens=256, engine_options={"max_tool_calls": 2})),
-    ("gsm8k", "deepconf", 5, dict(max_tokens=256, samples=8, engine_options={"window": 32, "tail": 32})),
-    ("gsm8k", "lats", 3, dict(engine_options={"budget": {"tokens": 2500, "iterations": None}})),
-    ("gsm8k", "rap", 3, dict(engine_options={"budget": {"tokens": 4000, "iterations": None}})),
-    ("game24", "lats", 5, dict(engine_options={"budget": {"tokens": 2000, "iterations": None}})),
-    ("game24", "rap", 5, dict(engine_options={"budget": {"tokens": 2000, "iterations": None}})),
-    ("hotpotqa", "lats", 3, dict(corpus="per-question", top_k=3,
-                                 engine_options={"budget": {"tokens": 3000, "iterations": None},
-                                                 "action_max_tokens": 24})),
+    ("gsm8k", "cot", 20, dict(settings={"sampling": {"max_tokens": 256}})),
+    ("gsm8k", "tir", 20, dict(settings={"sampling": {"max_tokens": 256}, "max_tool_calls": 2})),
+    ("gsm8k", "deepconf", 5, dict(samples=8, settings={"sampling": {"max_tokens": 256}, "window": 32, "tail": 32})),
+    ("gsm8k", "lats", 3, dict(settings={"budget": {"tokens": 2500, "iterations": None}})),
+    ("gsm8k", "rap", 3, dict(settings={"budget": {"tokens": 4000, "iterations": None}})),
+    ("game24", "lats", 5, dict(settings={"budget": {"tokens": 2000, "iterations": None}})),
+    ("game24", "rap", 5, dict(settings={"budget": {"tokens": 2000, "iterations": None}})),
+    ("hotpotqa", "lats", 3, dict(corpus="per-question",
+                                 settings={"budget": {"tokens": 3000, "iterations": None}, "sampling": {"max_tokens": 24}})),
 ]
 
 

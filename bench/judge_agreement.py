@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from agentic_infer.backends import load_llm
+from agentic_infer.engines.judge import make_judge
+from agentic_infer.tasks import get_task
 from agentic_infer.verify import MetricJudge
 from eval.judge_agreement import judge_agreement, labelled_pairs
-from eval.judging import make_judge
-from eval.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / ".." / "shared" / "data" / "multihop"

@@ -48,7 +48,7 @@ def counting(llm) -> list[int]:
 async def one(llm, seen: list[int], example: dict) -> dict:
     retriever = BM25Index.from_documents(question_paragraphs(example))
     sampling = DEFAULT_SAMPLING.replace(max_tokens=256, temperature=0.0)
-    engine = SearchO1(llm, retriever, max_searches=3, top_k=3, sampling=sampling,
+    engine = SearchO1(llm, retriever, max_searches=3, k=3, sampling=sampling,
                       rid_sampling=sampling.replace(max_tokens=128), **BASE_HELP)
     seen.clear()
     t0 = time.perf_counter()

@@ -85,7 +85,7 @@ def get_index(corpus: str, directory: Path) -> tuple[Any, dict[str, Any]]:
 
 def load_questions(limit: int) -> tuple[list[str], str]:
     """Real multi-hop dev questions from the shared data, else document titles of the index."""
-    from agentic_infer.tools.retrieval.corpus import iter_jsonl
+    from agentic_infer.runner import iter_jsonl
     from agentic_infer.tools.retrieval.recipes import shared_data_dir
 
     try:
@@ -96,7 +96,7 @@ def load_questions(limit: int) -> tuple[list[str], str]:
     for name in ("hotpotqa_dev_distractor_150.jsonl", "musique_ans_dev_150.jsonl", "2wiki_dev_150.jsonl"):
         path = folder / name
         if path.is_file():
-            questions += [str(r["question"]) for r in iter_jsonl(path) if r.get("question")]
+            questions += [str(r["question"]) for _, r in iter_jsonl(path) if r.get("question")]
     return questions[:limit], "hotpotqa/musique/2wiki dev questions"
 
 

@@ -115,7 +115,7 @@ async def http_checks() -> None:
         server.reset()
         docs = [Document(f"{i}-{h}", sim_query(i, h), f"Hop {h} of chain {i} leads to E{i:03d}_{h}.")
                 for i in (1, 2) for h in range(1, 4)]
-        engine = SearchO1(server_llm, InMemoryRetriever(docs), max_searches=5, top_k=2,
+        engine = SearchO1(server_llm, InMemoryRetriever(docs), max_searches=5, k=2,
                           sampling=SamplingParams(max_tokens=1000, temperature=0.0, logprobs=0))
         rollouts = await run_many(engine, [{"question": sim_question(1, 3)}, {"question": sim_question(2, 1)}],
                                   concurrency=2, progress=False)

@@ -51,15 +51,15 @@ def write_questions(path: Path, n: int) -> Path:
 
 def raw(uri: str, data: Path, args: argparse.Namespace) -> tuple[float, int]:
     """run_many alone, timed like the pipeline: from loading the backend and reading the file to the end."""
-    from eval.engines import EngineContext, EvalOptions, build_engine, get_engine
-    from eval.tasks import get_task
+    from agentic_infer.engines.registry import EngineParts, build_engine, engine_config
+    from agentic_infer.tasks import get_task
 
     t0 = time.perf_counter()
     task = get_task("nq-open")
     examples = task.load(data)
-    opts = EvalOptions(max_tokens=args.max_tokens, samples=args.samples)
+    cfg = engine_config("direct", {"sampling": {"max_tokens": args.max_tokens}}, samples=args.samples)
     llm = load_llm(uri)
-    engine = build_engine(get_engine("direct"), EngineContext(llm=llm, task=task, options=opts))
+    engine = build_engine("direct", EngineParts(llm=llm, task=task), cfg, samples=args.samples)
 
     async def go() -> list:
         try:
@@ -76,7 +76,8 @@ def pipe_cfg(uri: str, data: Path, out: Path, args: argparse.Namespace):
 
     return build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "nq-open", "path": str(data)},
-        "rollout": {"engine": "direct", "backend": uri, "samples": args.samples, "max_tokens": args.max_tokens,
+        "rollout": {"engine": "direct", "backend": uri, "samples": args.samples,
+                    "settings": {"sampling": {"max_tokens": args.max_tokens}},
                     "concurrency": args.concurrency},
         "judge": {"metrics": ["em"]}, "filters": ["length:max_tokens=100000"], "writer": {"card": True},
         "executor": {"progress": False}})
@@ -92,7 +93,8 @@ def pipeline(uri: str, data: Path, out: Path, args: argparse.Namespace) -> tuple
 
 def resume(uri: str, data: Path, out: Path, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, "-m", "agentic_infer", "synth", "rollouts", "--task", "nq-open", "--data", str(data),
-           "--engine", "direct", "--backend", uri, "--samples", str(args.samples), "--max-tokens", str(args.max_tokens),
+           "--engine", "direct", "--backend", uri, "--samples", str(args.samples),
+           "--set", f"rollout.settings.sampling.max_tokens={args.max_tokens}",
            "--set", f"rollout.concurrency={args.concurrency}", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     total = args.questions * args.samples

@@ -131,7 +131,7 @@ def bench_sft(model: Any, tok: Any, data: Path, args: argparse.Namespace, tmp: s
 
 # -- 2. GRPO ---------------------------------------------------------------------------------------------------
 def questions(n: int) -> list[dict[str, Any]]:
-    from eval.tasks import get_task
+    from agentic_infer.tasks import get_task
 
     return [{"prompt": ex["question"], "answer": list(ex["gold"])} for ex in get_task("musique").load(MUSIQUE, limit=n)]
 
@@ -140,9 +140,9 @@ def grpo_settings(args: argparse.Namespace, out: str) -> Any:
     from train.grpo.config import GRPOSettings
 
     return build_config(GRPOSettings, overrides={
-        "out": out, "engine": "search_o1", "num_generations": 2, "batch_size": 2, "max_steps": args.grpo_steps,
+        "out": out, "engine": "search-o1", "num_generations": 2, "batch_size": 2, "max_steps": args.grpo_steps,
         "max_completion_length": 512, "learning_rate": 1e-6, "gguf": "none",
-        "engine_config": {"max_searches": 1, "max_turns": 2, "top_k": 3,
+        "engine_config": {"max_searches": 1, "max_turns": 2, "k": 3,
                           "sampling": {"max_tokens": args.max_tokens, "temperature": 0.7}}})
 
 

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentic_infer.backends import load_llm  # noqa: E402
+from agentic_infer.config import build_config  # noqa: E402
 from agentic_infer.engines.tree import (  # noqa: E402
     LATS,
     Budget,
@@ -111,8 +112,9 @@ async def rollout(meter: Meter, env: Any, cfg: LATSConfig, depth: int) -> tuple[
 
 async def run_method(llm, method: str, label: str, make_env: Callable[[], Any], depth: int, args) -> dict:
     env = make_env()
-    opts = LATSOptions(seed=args.seed, action_max_tokens=args.action_tokens, value_max_tokens=args.value_tokens,
-                       reflection_max_tokens=args.value_tokens)
+    opts = build_config(LATSOptions, overrides={"sampling": {"seed": args.seed, "max_tokens": args.action_tokens},
+                                                "value_max_tokens": args.value_tokens,
+                                                "reflection_max_tokens": args.value_tokens})
     t0 = time.perf_counter()
     if method.startswith("lats"):
         engine = LATS(llm, lambda _example: env, opts, n_children=args.n_children, depth_limit=depth,

@@ -6,7 +6,10 @@
     agentic eval report runs/hq-direct runs/hq-so1 --out report.html
     agentic eval judge-check --task hotpotqa --data PATH --judge URI --judge-verdict yes-no --pairs 100
 
-The library functions are `eval.tasks.list_tasks`, `eval.runner.run_eval` and `eval.report.write_report`.
+    agentic eval compare runs/distill/compare.yaml --limit 20          # policies vs a base, paired differences
+
+The library functions are `agentic_infer.tasks.list_tasks`, `eval.runner.run_eval`, `eval.compare.compare` and
+`eval.report.write_report`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentic_infer.cli.app import app
+from agentic_infer.cli.settings import RemovedFlag, Set, ShowConfig, removed_flags, show_settings
 from agentic_infer.errors import ConfigError
 
 eval_app = typer.Typer(help="Benchmark tasks, the eval runner and reports.", no_args_is_help=True)
@@ -30,8 +34,8 @@ app.add_typer(eval_app, name="eval")
 @eval_app.command("tasks")
 def tasks_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """List the benchmark tasks, their metrics and the files they expect."""
-    from eval.engines import ENGINES
-    from eval.tasks import list_tasks
+    from agentic_infer.engines.registry import ENGINES
+    from agentic_infer.tasks import list_tasks
 
     tasks = list_tasks()
     if as_json:
@@ -53,19 +57,6 @@ def tasks_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
     Console().print(f"engines: {', '.join(ENGINES)}")
 
 
-def _options(pairs: list[str]) -> dict:
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise ConfigError(f"--opt {p!r}: expected KEY=VALUE (VALUE parsed as JSON when it can be)")
-        k, v = p.split("=", 1)
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
-
-
 @eval_app.command("run")
 def run_cmd(
     ctx: typer.Context,
@@ -81,36 +72,44 @@ def run_cmd(
     judge_verdict: Annotated[str, typer.Option("--judge-verdict", help="json (a JSON verdict) | yes-no (P(Yes) from one token, small judges).")] = "json",
     backoff: Annotated[Optional[Path], typer.Option("--backoff", help="DIR of a direct run: Search-o1 answer backoff.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory (rollouts.jsonl, results.jsonl, summary.json).")] = Path("runs/eval"),
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per generation (per turn for agents).")] = 512,
-    temperature: Annotated[Optional[float], typer.Option("--temperature", help="Default: direct/cot greedy for 1 sample, 0.7 when sampling; agents keep their own (Search-o1 0.7).")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    max_searches: Annotated[int, typer.Option("--max-searches")] = 5,
-    top_k: Annotated[int, typer.Option("--top-k", help="Documents per search.")] = 5,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 1,
-    opt: Annotated[Optional[list[str]], typer.Option("--opt", help="Engine option KEY=VALUE (repeatable).")] = None,
+    set_: Set = None,
+    show_config: ShowConfig = False,
+    max_tokens: RemovedFlag("--max-tokens", "--set sampling.max_tokens=VALUE") = None,
+    temperature: RemovedFlag("--temperature", "--set sampling.temperature=VALUE") = None,
+    seed: RemovedFlag("--seed", "--set sampling.seed=VALUE") = None,
+    max_searches: RemovedFlag("--max-searches", "--set max_searches=VALUE") = None,
+    top_k: RemovedFlag("--top-k", "--set k=VALUE") = None,
+    opt: RemovedFlag("--opt", "--set KEY=VALUE", multiple=True) = None,
     fields: Annotated[Optional[str], typer.Option("--fields", help="Renamed columns FIELD=COLUMN,... (e.g. answer=true_answer).")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="YAML file of RunConfig settings (engine_options included); flags given on the command line override it.")] = None,  # noqa: UP007
+    config: Annotated[Optional[Path], typer.Option("--config", help="YAML file of RunConfig settings (the engine's under settings:); flags given on the command line override it.")] = None,  # noqa: UP007
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
     """Run one engine on one task; resumable (rerun the same command to continue)."""
-    from agentic_infer.config import build_config, read_config_file
+    from agentic_infer.config import build_config, merge_settings, parse_overrides, read_config_file
+    from agentic_infer.engines.registry import engine_config
+    from agentic_infer.tasks.base import parse_fields
     from eval.runner import RunConfig, run_eval
-    from eval.tasks.base import parse_fields
 
-    given = {"engine_options" if k == "opt" else k for k in ctx.params
-             if getattr(ctx.get_parameter_source(k), "name", None) == "COMMANDLINE"}
+    removed_flags({"--max-tokens": (max_tokens, "--set sampling.max_tokens=VALUE"),
+                   "--temperature": (temperature, "--set sampling.temperature=VALUE"),
+                   "--seed": (seed, "--set sampling.seed=VALUE"), "--max-searches": (max_searches, "--set max_searches=VALUE"),
+                   "--top-k": (top_k, "--set k=VALUE"), "--opt": (opt, "--set KEY=VALUE")})
+    given = {k for k in ctx.params if getattr(ctx.get_parameter_source(k), "name", None) == "COMMANDLINE"}
     flags = {"task": task, "data": str(data) if data else None, "engine": engine, "out": str(out),
              "backend": backend, "index": str(index) if index else None, "corpus": corpus, "limit": limit,
              "samples": samples, "judge": judge, "judge_verdict": judge_verdict,
-             "backoff": str(backoff) if backoff else None, "concurrency": concurrency, "max_tokens": max_tokens,
-             "temperature": temperature, "seed": seed, "max_searches": max_searches, "top_k": top_k,
-             "engine_options": _options(opt or []), "fields": parse_fields(fields)}
+             "backoff": str(backoff) if backoff else None, "concurrency": concurrency,
+             "settings": parse_overrides(set_ or []), "fields": parse_fields(fields)}
     settings = read_config_file(config) if config is not None else {}
     for k, v in flags.items():  # the file's settings, then the flags given on the command line
-        if k in ("engine_options", "fields"):
-            settings[k] = {**(settings.get(k) or {}), **v}
+        if k in ("settings", "fields"):
+            settings[k] = merge_settings(settings.get(k) or {}, v)
         elif k in given or k not in settings:
             settings[k] = v
+    if show_config:
+        show_settings(engine_config(settings.get("engine") or "direct", settings.get("settings") or {},
+                                    samples=settings.get("samples") or 1))
     if not settings.get("task") or not settings.get("data"):
         raise ConfigError("give --task NAME and --data FILE (or task: and data: in --config FILE.yaml)")
     cfg = build_config(RunConfig, overrides=settings, source=f"--config {config}" if config else "eval run")
@@ -126,6 +125,20 @@ def run_cmd(
     console.print(f"tokens/question {t['completion_tokens']['mean']:.1f}  search calls/question "
                   f"{t['search_calls_per_question']['mean']:.2f}  s/question {t['wall_s_per_question']['mean']:.2f}  "
                   f"-> {out}/summary.json")
+
+
+@eval_app.command("compare")
+def compare_cmd(
+    spec: Annotated[Path, typer.Argument(help="YAML: out, engine, corpus, base, tasks {name: file}, policies {name: {backend, settings}}.")],
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions per task file.")] = None,  # noqa: UP007
+    policy: Annotated[Optional[list[str]], typer.Option("--policy", help="Only this policy (repeatable; default all); the table keeps earlier results of the others.")] = None,  # noqa: UP007
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+) -> None:
+    """Several policies against a base on the same tasks, with paired differences (eval.compare); resumable."""
+    from eval.compare import compare, read_spec
+
+    compare(read_spec(spec), limit=limit, only=tuple(policy) if policy else None, echo=typer.echo,
+            progress=not quiet)
 
 
 @eval_app.command("report")
@@ -153,10 +166,10 @@ def judge_check_cmd(
 ) -> None:
     """Check a judge on labelled pairs from gold answers before trusting its judge_acc (eval.judge_agreement)."""
     from agentic_infer.backends import load_llm
+    from agentic_infer.engines.judge import make_judge
+    from agentic_infer.tasks import get_task
     from agentic_infer.verify import MetricJudge
     from eval.judge_agreement import judge_agreement, labelled_pairs
-    from eval.judging import make_judge
-    from eval.tasks import get_task
 
     labelled = labelled_pairs(get_task(task).load(data), n=pairs, seed=seed)
     judges = {f"{judge} ({judge_verdict})": make_judge(task, load_llm(judge), verdict=judge_verdict),

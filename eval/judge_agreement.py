@@ -23,7 +23,7 @@ from typing import Any
 
 from agentic_infer.engines.judge import INVALID
 from agentic_infer.errors import ConfigError
-from agentic_infer.verify import Judge, score_many
+from agentic_infer.verify import Judge, judge_answers
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
 
 async def judge_agreement(judge: Judge, pairs: Sequence[LabelledPair], *, concurrency: int = 4) -> dict[str, Any]:
     """Score `pairs` with `judge`; returns the agreement figures (see the module docstring) and the verdicts."""
-    verdicts = await score_many(judge, [(p.question, p.prediction, p.reference) for p in pairs], concurrency=concurrency)
+    verdicts = await judge_answers(judge, [(p.question, p.prediction, p.reference) for p in pairs],
+                                   concurrency=concurrency)
     said = [v.label == "CORRECT" for v in verdicts]
     labels = [p.equivalent for p in pairs]
     tp = sum(s and y for s, y in zip(said, labels))

@@ -8,41 +8,23 @@ Judging is a phase of its own so that a judge can be added to a finished run (re
 with `--judge`) or swapped for another (rerun with the other `--judge`: rows record `judged_by`), without
 regenerating.
 Verdicts go through the judge's SQLite cache in the run directory, so a killed judging phase loses no
-verdict it already paid for. An empty prediction is judged INCORRECT (SimpleQA: NOT_ATTEMPTED) without a
-call. Verdict formats: `json` (`EquivalenceJudge`; SimpleQA: `SimpleQAGrader`, as published) and `yes-no`
-(`YesNoEquivalenceJudge`, P(Yes) from one token's logprobs, for small local judges; on SimpleQA it
-gives no NOT_ATTEMPTED grade). Check a judge against labelled pairs first: `eval.judge_agreement`.
+verdict it already paid for. The judges and the verdict rule are `agentic_infer`'s, shared with synth and
+train: `agentic_infer.engines.judge.make_judge` (`json`: `EquivalenceJudge`, on SimpleQA `SimpleQAGrader`, as
+published; `yes-no`: `YesNoEquivalenceJudge`, P(Yes) from one token's logprobs, for small local judges; on
+SimpleQA it gives no NOT_ATTEMPTED grade) and `agentic_infer.verify.judge_answers` (an empty prediction is
+INCORRECT, SimpleQA: NOT_ATTEMPTED, without a call; all gold aliases in one call). This module keeps only the
+run directory's bookkeeping. Check a judge against labelled pairs first: `eval.judge_agreement`.
 Not covered: several judges voting on one run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from agentic_infer.engines.judge import EquivalenceJudge, LLMJudge, SimpleQAGrader, YesNoEquivalenceJudge
-from agentic_infer.errors import AgenticError, ConfigError
+from agentic_infer.engines.judge import LLMJudge, SimpleQAGrader
 from agentic_infer.types import Rollout
-from agentic_infer.verify import write_verdicts
-
-log = logging.getLogger(__name__)
-VERDICTS = ("json", "yes-no")
-
-
-def check_verdict(verdict: str) -> None:
-    if verdict not in VERDICTS:
-        raise ConfigError(f"--judge-verdict {verdict!r}: choose one of {', '.join(VERDICTS)}")
-
-
-def make_judge(task: str, llm: Any, *, verdict: str = "json", cache: str | Path | None = None) -> LLMJudge:
-    """The judge an eval run uses for `task` with the given verdict format."""
-    check_verdict(verdict)
-    if verdict == "yes-no":
-        return YesNoEquivalenceJudge(llm, cache=cache)
-    return (SimpleQAGrader if task == "simpleqa" else EquivalenceJudge)(llm, cache=cache)
+from agentic_infer.verify import judge_answers, write_verdicts
 
 
 def judge_id(judge: Any) -> str:
@@ -66,37 +48,29 @@ async def judge_rollouts(rows: list[dict[str, Any]], rollouts: Mapping[str, Roll
     """
     graded = isinstance(judge, SimpleQAGrader)  # SimpleQA's three grades
     names = ("judge_acc", "simpleqa_not_attempted") if graded else ("judge_acc",)
-    sem = asyncio.Semaphore(max(1, concurrency))
     who = judge_id(judge)
     todo = [r for r in rows if r.get("judged_by") != who]
-
-    async def one(row: dict[str, Any]) -> int:
+    fresh = [r for r in todo if not ((ro := rollouts.get(r["id"])) is not None and ro.metadata.get("judged_by") == who)]
+    verdicts = await judge_answers(judge, [(r["question"], r.get("prediction"), r["gold"]) for r in fresh],
+                                   concurrency=max(1, concurrency), skip_failures=True)
+    paid = 0
+    for row, v in zip(fresh, verdicts):
+        if v is None:  # the call failed: judged again on the next run
+            continue
+        scores = {"judge_acc": float(v.correct)}
+        if graded:
+            scores["simpleqa_not_attempted"] = float(v.label == "NOT_ATTEMPTED")
         rollout = rollouts.get(row["id"])
-        judged = rollout is not None and rollout.metadata.get("judged_by") == who
-        if not judged:
-            pred = row.get("prediction")
-            if not pred:
-                label = "NOT_ATTEMPTED" if graded else "INCORRECT"
-            else:
-                async with sem:
-                    try:
-                        v = await judge.score(row["question"], pred, " | ".join(map(str, row["gold"])))
-                    except AgenticError as e:
-                        log.warning("judge failed on %s (%s); judged again on the next run", row["id"], e)
-                        return 0
-                label = v.label
-            verdicts = {"judge_acc": float(label == "CORRECT")}
-            if graded:
-                verdicts["simpleqa_not_attempted"] = float(label == "NOT_ATTEMPTED")
-            if rollout is None:
-                row["metrics"].update(verdicts)
-                row["judged_by"] = who
-                return 0
-            write_verdicts(rollout, verdicts)
-            rollout.metadata["judged_by"] = who
-        row["metrics"].update({k: rollout.rewards[k] for k in names})
-        row["judged_by"] = who
-        return 0 if judged else 1
-
-    paid = await asyncio.gather(*(one(r) for r in todo))
-    return sum(paid), sum(1 for r in todo if r.get("judged_by") == who)
+        if rollout is None:
+            row["metrics"].update(scores)
+            row["judged_by"] = who
+            continue
+        write_verdicts(rollout, scores)
+        rollout.metadata["judged_by"] = who
+        paid += 1
+    for row in todo:
+        rollout = rollouts.get(row["id"])
+        if rollout is not None and rollout.metadata.get("judged_by") == who:
+            row["metrics"].update({k: rollout.rewards[k] for k in names})
+            row["judged_by"] = who
+    return paid, sum(1 for r in todo if r.get("judged_by") == who)

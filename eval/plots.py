@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from eval.metric_variants import Scored, score  # noqa: E402
+from agentic_infer.verify import score  # noqa: E402
 from eval.stats import majority  # noqa: E402
 
 
@@ -79,7 +79,7 @@ def budget_curve(run: dict[str, Any]) -> list[tuple[int, float]]:
         for row in rows:
             maj = majority(row["predictions"][:k])
             ex = {"id": row["id"], "question": row.get("question", ""), "gold": row["gold"]}
-            acc += score([primary], Scored(maj, row["gold"], text=maj or "", example=ex))[primary] if maj else 0.0
+            acc += score(primary, maj, row["gold"], text=maj or "", example=ex) if maj else 0.0
         curve.append((k, acc / len(rows)))
     return curve
 

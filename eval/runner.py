@@ -33,24 +33,30 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.config import config_to_dict, renamed
+from agentic_infer.engines.judge import check_verdict, make_judge
+from agentic_infer.engines.registry import EngineParts, build_engine, engine_config, get_engine
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import load_rollouts, repair_jsonl, run_many, write_jsonl
+from agentic_infer.tasks import get_task
+from agentic_infer.tools.retrieval.corpora import check_source, retriever_factory
 from agentic_infer.types import Rollout
-from eval.engines import EngineContext, EvalOptions, build_engine, get_engine
-from eval.judging import check_verdict, judge_id, judge_rollouts, make_judge
+from eval.judging import judge_id, judge_rollouts
 from eval.scoring import backoff_metrics, result_row, write_item_verdicts
 from eval.summary import file_sha256, read_results, summarize, write_summary
-from eval.tasks import get_task
-from eval.tasks.base import Task
 
 log = logging.getLogger(__name__)
-CORPORA = ("per-question", "pooled", "wiki-vital")
 DEFAULT_BACKEND = "llamacpp://default"
 
 
+@renamed(max_tokens="settings.sampling.max_tokens", temperature="settings.sampling.temperature",
+         seed="settings.sampling.seed", max_searches="settings.max_searches",
+         top_k=("settings.k", "documents per search"), engine_options=("settings", "the engine's config overrides"))
 @dataclass
 class RunConfig:
-    """Everything that defines a run (written to DIR/run.json)."""
+    """Everything that defines a run (written to DIR/run.json). `settings` are the engine's config overrides
+    (`--set KEY=VALUE`, dotted or nested: `{"max_searches": 3, "sampling": {"temperature": 0.2}}`) on the
+    registry's run defaults (`agentic_infer.engines.registry.engine_config`)."""
 
     task: str
     data: str
@@ -62,90 +68,58 @@ class RunConfig:
     limit: int | None = None
     samples: int = 1
     judge: str | None = None
-    judge_verdict: str = "json"  # json | yes-no (eval.judging)
+    judge_verdict: str = "json"  # json | yes-no (agentic_infer.engines.judge.make_judge)
     backoff: str | None = None  # DIR of a direct-generation run (Search-o1 answer backoff)
     concurrency: int = 1
-    max_tokens: int = 512
-    temperature: float | None = None
-    seed: int = 0
-    max_searches: int = 5
-    top_k: int = 5
-    engine_options: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)  # renamed columns: expected field -> column in the file
 
     def __post_init__(self) -> None:
-        if self.index and self.corpus:
-            raise ConfigError("give --index DIR or --corpus NAME, not both")
-        if self.corpus is not None and self.corpus not in CORPORA:
-            raise ConfigError(f"--corpus {self.corpus!r}: choose one of {', '.join(CORPORA)}")
+        check_source(index=self.index, corpus=self.corpus)
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: must be >= 1")
         check_verdict(self.judge_verdict)
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: must be >= 1")
-        self.options()  # validates the generation settings
+        self.engine_config()  # validates the engine's settings
+        if get_engine(self.engine).needs_retriever and not (self.index or self.corpus):
+            raise ConfigError(f"engine {self.engine!r} searches: give an index (--index DIR) or a corpus "
+                              "(--corpus per-question|pooled|wiki-vital)")
 
-    def options(self) -> EvalOptions:
-        return EvalOptions(max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
-                           samples=self.samples, max_searches=self.max_searches, top_k=self.top_k,
-                           engine_options=dict(self.engine_options))
+    def engine_config(self) -> Any:
+        """The config the engine reads (the registry's run defaults < `settings`)."""
+        return engine_config(self.engine, self.settings, samples=self.samples, source="--set")
 
     def identity(self) -> dict[str, Any]:
-        """The settings a resumed run must share with the first one (limit and concurrency may change)."""
+        """What a resumed run must share with the first one: the data, the backend and what the engine reads
+        (limit, concurrency, output, judge and backoff may change)."""
         d = asdict(self)
-        for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff"):
+        for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff", "settings"):
             d.pop(k)
-        if not d["fields"]:  # run dirs from before the field mapping existed resume as they are
-            d.pop("fields")
+        d["engine_config"] = config_to_dict(self.engine_config())
         return d
 
 
-# ----------------------------------------------------------------------------------- corpora
-
-def make_retriever_factory(cfg: RunConfig, task: Task, data: Path):
-    """`example -> retriever` for --index / --corpus (None when neither is given)."""
-    if cfg.index:
-        from agentic_infer.tools.retrieval.index import load_index
-
-        index = load_index(cfg.index)
-        return lambda ex: index
-    if cfg.corpus is None:
-        return None
-    if cfg.corpus == "per-question":
-        if task.question_corpus is None:
-            raise ConfigError(f"task {task.name!r} has no per-question paragraphs; use --corpus pooled|wiki-vital or --index")
-        from agentic_infer.tools.retrieval.bm25 import BM25Index
-
-        def per_question(ex: Mapping[str, Any]) -> Any:
-            docs = task.question_corpus(ex)
-            if not docs:
-                raise ConfigError(f"{task.name} question {ex['id']!r} has no paragraphs for --corpus per-question")
-            return BM25Index.from_documents(docs)
-
-        return per_question
-    if cfg.corpus == "pooled":
-        if task.pooled_corpus is None:
-            raise ConfigError(f"task {task.name!r} has no pooled corpus recipe; use --corpus wiki-vital or --index")
-        from agentic_infer.tools.retrieval.bm25 import BM25Index
-
-        index = BM25Index.from_documents(list(task.pooled_corpus(data)))
-        return lambda ex: index
-    from agentic_infer.tools.retrieval.default_index import ensure_default_index
-    from agentic_infer.tools.retrieval.index import load_index
-
-    index = load_index(ensure_default_index())
-    return lambda ex: index
-
-
 # ----------------------------------------------------------------------------------- the run
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (`engine_config.sampling.max_tokens`), to name what differs."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
 
 def _check_config(out: Path, cfg: RunConfig, record: dict[str, Any]) -> None:
     path = out / "run.json"
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         if old.get("identity") != record["identity"]:
-            diff = sorted(k for k in set(old.get("identity", {})) | set(record["identity"])
-                          if old.get("identity", {}).get(k) != record["identity"].get(k))
+            a, b = _flat(old.get("identity", {})), _flat(record["identity"])
+            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             raise ConfigError(f"{out} holds a run with a different config (differs in {diff}); "
                               "use another --out DIR or delete it")
     path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
@@ -157,8 +131,6 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
     spec = get_engine(cfg.engine)
     data = Path(cfg.data).expanduser()
     examples = task.load(data, limit=cfg.limit, fields=cfg.fields)
-    if spec.needs_retriever and not (cfg.index or cfg.corpus):
-        raise ConfigError(f"engine {cfg.engine!r} searches: pass --index DIR or --corpus per-question|pooled|wiki-vital")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if llm is None:
@@ -167,7 +139,7 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
         llm = load_llm(cfg.backend)
     from eval.summary import model_info, toolkit_version
 
-    record = {"config": asdict(cfg), "identity": cfg.identity(), "task": task.name, "data_sha256": file_sha256(data),
+    record = {"config": asdict(cfg), "engine_config": config_to_dict(cfg.engine_config()), "identity": cfg.identity(), "task": task.name, "data_sha256": file_sha256(data),
               "model": model_info(llm, cfg.backend), "toolkit_version": toolkit_version()}
     judge = None
     if cfg.judge or judge_llm is not None:
@@ -184,9 +156,10 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
         if not direct:
             raise ConfigError(f"--backoff {cfg.backoff}: no results.jsonl rows there (run the direct engine first)")
     by_id = {ex["id"]: ex for ex in examples}
-    factory = make_retriever_factory(cfg, task, data)
+    factory = retriever_factory(index=cfg.index, corpus=cfg.corpus, task=task, data=data)
     retriever_for = None if factory is None else (lambda ex: factory(by_id[ex["id"]]))
-    engine = build_engine(spec, EngineContext(llm=llm, task=task, options=cfg.options(), retriever_for=retriever_for))
+    engine = build_engine(spec, EngineParts(llm=llm, task=task, retriever_for=retriever_for), cfg.engine_config(),
+                          samples=cfg.samples)
 
     rollouts_path, results_path = out / "rollouts.jsonl", out / "results.jsonl"
     repair_jsonl(results_path)

@@ -20,14 +20,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentic_infer.engines.group import Group
+from agentic_infer.tasks.base import Task
 from agentic_infer.types import Rollout
-from agentic_infer.verify import cover_exact_match, exact_match, f1_score, write_verdicts
-from eval.metric_variants import Scored, backoff, score, search_o1_answer
+from agentic_infer.verify import (
+    Scored,
+    backoff,
+    cover_exact_match,
+    exact_match,
+    f1_score,
+    score,
+    score_all,
+    search_o1_answer,
+    write_verdicts,
+)
 from eval.stats import majority, pass_at_k
-from eval.tasks.base import Task
 
 if TYPE_CHECKING:
-    from eval.engines import EngineSpec
+    from agentic_infer.engines.registry import EngineSpec
 
 OUTPUT_CHARS = 2000  # the tail of the output text kept in a row
 
@@ -40,7 +49,7 @@ def backoff_metrics(text: str, gold: list[str], direct_pred: str | None) -> dict
 
 
 def _verdicts(task: Task, ex: Mapping[str, Any], answer: str | None, text: str) -> dict[str, float]:
-    return score(task.metrics, Scored(answer, ex["gold"], text=text, example=ex))
+    return score_all(task.metrics, Scored(answer, ex["gold"], text=text, example=ex))
 
 
 def write_item_verdicts(task: Task, spec: EngineSpec, ex: Mapping[str, Any], rollout: Rollout, *,
@@ -66,8 +75,7 @@ def write_item_verdicts(task: Task, spec: EngineSpec, ex: Mapping[str, Any], rol
         n, c = len(samples), sum(v[task.primary] >= 1.0 for _, v in samples)
         maj = majority(answers)
         extra.update({"pass@1": pass_at_k(n, c, 1), f"pass@{n}": float(c > 0),
-                      f"maj@{n}": score([task.primary], Scored(maj, ex["gold"], text=maj, example=ex))[task.primary]
-                      if maj is not None else 0.0})
+                      f"maj@{n}": 0.0 if maj is None else score(task.primary, maj, ex["gold"], text=maj, example=ex)})
     rollout.rewards.update(extra)
     return [*answer, *extra]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.runner import read_jsonl
-from eval.metric_variants import describe
+from agentic_infer.runner import atomic_open, read_jsonl
+from agentic_infer.verify import describe
 from eval.stats import summarize_values
 
 # Published systems' metrics, named as the papers name them -> the metric key that computes them.
@@ -134,7 +134,6 @@ def summarize(rows: list[Mapping[str, Any]], *, record: Mapping[str, Any], task:
 
 def write_summary(out: str | Path, summary: Mapping[str, Any]) -> Path:
     path = Path(out) / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
-    tmp.replace(path)
+    with atomic_open(path) as f:
+        f.write(json.dumps(summary, indent=1, default=str))
     return path

@@ -11,9 +11,14 @@ Formats (one row per trajectory, except verl-rl: one per question):
   (tool results as `tool` messages); `trainable` is True on assistant messages, the per-message flag
   TRL's `assistant_only_loss` (or a collator) needs. Forced assistant text (an assistant prefix) opens
   the first assistant message and is trained with it in this view; the tokenized view is exact.
-- `tokenized`: `{id, group_id, input_ids, labels, attention_mask}` from the trajectory's own ids
-  (`Trajectory.sft_row`: labels -100 on every prompt and observation token); refuses a trajectory whose
-  ids were re-encoded (`token_exact=False`) unless `allow_inexact=True`.
+- `tokenized`: `{id, group_id, input_ids, labels, attention_mask}` from the trajectory's own ids, built by
+  `agentic_infer.views.sft_row`, the function `agentic train sft` builds its rows with (labels -100 on every
+  prompt and observation token; the same end-of-turn policy `append_eos`, default "finished": a trainable
+  EOS after a finished answer, so these rows equal train's for the same settings). The EOS id is
+  `eos_token_id`, else the end-of-turn token of `tokenizer` (a `load_tokenizer` spec, default "default":
+  the embedded model's, as `agentic synth demos` uses; pass the model's own for other trajectories);
+  `append_eos=None` keeps the ids exactly as sampled. Refuses a trajectory whose ids were re-encoded
+  (`token_exact=False`) unless `allow_inexact=True`.
 - `verl-sft`: parquet for verl's multi-turn SFT dataset: `messages` (role, content), `data_source`,
   `extra_info` (id, group_id).
 - `verl-rl`: parquet for verl's RL trainer (the Search-R1 layout): `data_source`, `prompt` (the
@@ -25,14 +30,14 @@ Not covered: sharding large exports, HF `datasets` push (see the pipeline's writ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
-from agentic_infer.runner import iter_jsonl
+from agentic_infer.runner import atomic_open, iter_jsonl, write_jsonl
 from agentic_infer.types import Rollout, Trajectory
+from agentic_infer.views import DEFAULT_APPEND_EOS, AppendEos, sft_row
 
 FORMATS = ("messages", "tokenized", "verl-sft", "verl-rl")
 
@@ -69,9 +74,24 @@ def messages_row(traj: Trajectory) -> dict[str, Any]:
     return {"id": traj.id, "group_id": traj.group_id, "messages": msgs, "rewards": dict(traj.rewards)}
 
 
-def tokenized_row(traj: Trajectory, *, max_length: int | None = None, allow_inexact: bool = False) -> dict[str, Any]:
-    row = traj.sft_row(max_length=max_length, allow_inexact=allow_inexact)
+def tokenized_row(traj: Trajectory, *, eos_token_id: int | None = None, append_eos: AppendEos = DEFAULT_APPEND_EOS,
+                  max_length: int | None = None, allow_inexact: bool = False) -> dict[str, Any]:
+    row = sft_row(traj, eos_token_id=eos_token_id, append_eos=append_eos, max_length=max_length,
+                  allow_inexact=allow_inexact)
     return {"id": traj.id, "group_id": traj.group_id, **row}
+
+
+def end_of_turn_id(tokenizer: str) -> int:
+    """The id of the end-of-turn (EOS) token of tokenizer spec `tokenizer` (`load_tokenizer`: default, a .gguf,
+    a local HF folder)."""
+    from agentic_infer.backends.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tokenizer)
+    ids = tok.encode(tok.template.eos_token, add_special=False) if tok.template.eos_token else []
+    if len(ids) != 1:
+        raise ConfigError(f"tokenizer {tokenizer!r}: its end-of-turn token {tok.template.eos_token!r} is not one "
+                          "token id; pass --eos-token-id N, or --append-eos none to keep the ids as sampled")
+    return ids[0]
 
 
 def _source(traj: Trajectory) -> str:
@@ -111,7 +131,8 @@ def verl_rl_rows(trajs: Iterable[Trajectory], *, ability: str = "qa", split: str
 
 
 def export_rows(trajs: Iterable[Trajectory], fmt: str, *, max_length: int | None = None,
-                allow_inexact: bool = False, ability: str = "qa") -> list[dict[str, Any]]:
+                allow_inexact: bool = False, ability: str = "qa", eos_token_id: int | None = None,
+                append_eos: AppendEos = DEFAULT_APPEND_EOS) -> list[dict[str, Any]]:
     """The rows of format `fmt` (see module docstring)."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -120,7 +141,8 @@ def export_rows(trajs: Iterable[Trajectory], fmt: str, *, max_length: int | None
     if fmt == "messages":
         return [messages_row(t) for t in trajs]
     if fmt == "tokenized":
-        return [tokenized_row(t, max_length=max_length, allow_inexact=allow_inexact) for t in trajs]
+        return [tokenized_row(t, eos_token_id=eos_token_id, append_eos=append_eos, max_length=max_length,
+                              allow_inexact=allow_inexact) for t in trajs]
     return [verl_sft_row(t) for t in trajs]
 
 
@@ -129,28 +151,32 @@ def write_rows(rows: Sequence[dict[str, Any]], out: str | Path, *, parquet: bool
     out = Path(out)
     parquet = out.suffix == ".parquet" if parquet is None else parquet
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if parquet:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    if not parquet:
+        return write_jsonl(out, rows)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        pq.write_table(pa.Table.from_pylist(list(rows)), tmp)
-    else:
-        with tmp.open("w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(out)
+    with atomic_open(out, "wb") as f:
+        pq.write_table(pa.Table.from_pylist(list(rows)), f)
     return out
 
 
 def export(src: str | Path, fmt: str, out: str | Path, *, max_length: int | None = None,
-           allow_inexact: bool = False, ability: str = "qa", overwrite: bool = False) -> dict[str, Any]:
-    """Read `src`, write `out` in `fmt`; returns stats (rows, trajectories, format, paths)."""
+           allow_inexact: bool = False, ability: str = "qa", overwrite: bool = False,
+           append_eos: AppendEos = DEFAULT_APPEND_EOS, eos_token_id: int | None = None,
+           tokenizer: str = "default") -> dict[str, Any]:
+    """Read `src`, write `out` in `fmt`; returns stats (rows, trajectories, format, paths, the EOS policy)."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise ConfigError(f"--out {out} exists; choose another path or pass --overwrite (nothing was written)")
     trajs = list(read_trajectories(src))
-    rows = export_rows(trajs, fmt, max_length=max_length, allow_inexact=allow_inexact, ability=ability)
+    if fmt == "tokenized" and append_eos is not None and eos_token_id is None:
+        eos_token_id = end_of_turn_id(tokenizer)
+    rows = export_rows(trajs, fmt, max_length=max_length, allow_inexact=allow_inexact, ability=ability,
+                       eos_token_id=eos_token_id, append_eos=append_eos)
     write_rows(rows, out, parquet=True if fmt.startswith("verl") else None)
-    return {"step": "export", "format": fmt, "in": str(src), "out": str(out), "trajectories": len(trajs),
-            "rows": len(rows)}
+    stats = {"step": "export", "format": fmt, "in": str(src), "out": str(out), "trajectories": len(trajs),
+             "rows": len(rows)}
+    if fmt == "tokenized":
+        stats.update(append_eos=append_eos, eos_token_id=eos_token_id)
+    return stats

@@ -4,10 +4,11 @@
     result = asyncio.run(rejection_sample(engine, examples, metric="em", per_question=1))
     write_demos(out, result)   # trajectories.jsonl + stats.json, then `agentic synth export`
 
-`rejection_sample` runs any engine (eval's engine table `eval.engines.build_engine` gives a `Group` of
+`rejection_sample` runs any engine (the engine registry's `agentic_infer.engines.registry.build_engine` gives a `Group` of
 k seeded samples when `samples > 1`) through the shared runner (`run_many`), splits each group into
 its samples (`Group.split`), writes each sample's verdict with the one scorer (`agentic_infer.verify`:
-`score(metric, sample.answer, gold)` into `rewards`), and `select_sft` keeps per question the
+`score(metric, sample.answer, gold, text=...)` into `rewards`, so any registered metric, e.g. `search_o1_em`,
+works), and `select_sft` keeps per question the
 `per_question` correct, finished samples with the highest confidence (mean sampling logprob of the
 model tokens; samples without logprobs rank last). Correctness and finish use the pipeline's filters
 (`synth.pipeline.filters.correct`, `finished`), so a reason string is recorded for every drop.
@@ -67,7 +68,7 @@ def judge_samples(rollout: Any, gold: Sequence[str], *, metrics: Sequence[str] =
         t = sample.trajectory
         if t is None:
             continue
-        write_verdicts(t, {m: score(m, sample.answer, list(gold)) for m in metrics})
+        write_verdicts(t, {m: score(m, sample.answer, list(gold), text=t.completion_text) for m in metrics})
         t.group_id = rollout.example_id
         out.append(t)
     return out

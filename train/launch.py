@@ -6,6 +6,11 @@
 Writes `accelerate.yaml` (+ `deepspeed.json` for ZeRO) into a folder and returns the commands: for GRPO
 with `vllm_gpus > 0`, `trl vllm-serve` on the last GPUs (`CUDA_VISIBLE_DEVICES`) and the trainer on the
 others with `use_vllm=true, vllm_mode=server`; `colocate` runs vLLM inside the training processes.
+Mixed precision follows the run's `precision` setting (`train.precision`): `mixed_precision` is `no` / `bf16` /
+`fp16` for fp32 / bf16 / fp16, and `no` for `auto`, which the trainer resolves on the node it runs on and passes
+to TRL as explicit `bf16`/`fp16` flags (those override the launch file; with both off the launch file's value
+would be used, so it must never say more than the setting). DeepSpeed's `bf16`/`fp16` sections are `auto`: they
+take the trainer's flags.
 Nothing is run or checked against a GPU here (the configs follow accelerate's and TRL's documented keys).
 """
 
@@ -16,13 +21,14 @@ import shlex
 from pathlib import Path
 
 from agentic_infer.errors import ConfigError
+from train.precision import ACCELERATE_MIXED_PRECISION, PRECISIONS
 
 STRATEGIES = ("ddp", "zero2", "zero3", "fsdp")
 
 
 def deepspeed_config(stage: int) -> dict:
     cfg: dict = {"zero_optimization": {"stage": stage, "overlap_comm": True, "contiguous_gradients": True},
-                 "bf16": {"enabled": "auto"}, "gradient_accumulation_steps": "auto",
+                 "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}, "gradient_accumulation_steps": "auto",
                  "train_micro_batch_size_per_gpu": "auto", "gradient_clipping": "auto"}
     if stage == 3:
         cfg["zero_optimization"].update({"stage3_gather_16bit_weights_on_model_save": True,
@@ -30,11 +36,15 @@ def deepspeed_config(stage: int) -> dict:
     return cfg
 
 
-def accelerate_config(strategy: str, *, processes: int, nodes: int = 1, deepspeed_file: str | None = None) -> dict:
+def accelerate_config(strategy: str, *, processes: int, nodes: int = 1, deepspeed_file: str | None = None,
+                      precision: str = "auto") -> dict:
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy={strategy!r}: choose one of {STRATEGIES}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")
     cfg: dict = {"compute_environment": "LOCAL_MACHINE", "num_machines": nodes, "num_processes": processes,
-                 "machine_rank": 0, "main_training_function": "main", "mixed_precision": "bf16",
+                 "machine_rank": 0, "main_training_function": "main",
+                 "mixed_precision": ACCELERATE_MIXED_PRECISION.get(precision, "no"),
                  "rdzv_backend": "static", "same_network": True, "use_cpu": False}
     if strategy == "ddp":
         cfg["distributed_type"] = "MULTI_GPU"
@@ -51,8 +61,9 @@ def accelerate_config(strategy: str, *, processes: int, nodes: int = 1, deepspee
 
 def write_launch(folder: Path, command: str, *, gpus: int, strategy: str = "zero2", nodes: int = 1,
                  vllm_gpus: int = 0, vllm_mode: str = "server", model: str = "MODEL",
-                 train_args: list[str] | None = None) -> dict[str, object]:
-    """Write the configs into `folder`; return {"files": [...], "commands": [...]} (see the module docstring)."""
+                 train_args: list[str] | None = None, precision: str = "auto") -> dict[str, object]:
+    """Write the configs into `folder`; return {"files": [...], "commands": [...]} (see the module docstring);
+    `precision`: the run's setting (auto | fp32 | bf16 | fp16)."""
     import yaml
 
     if gpus < 1 or nodes < 1 or vllm_gpus < 0:
@@ -72,7 +83,7 @@ def write_launch(folder: Path, command: str, *, gpus: int, strategy: str = "zero
         files.append(ds_file)
     acc = folder / "accelerate.yaml"
     acc.write_text(yaml.safe_dump(accelerate_config(strategy, processes=train_gpus * nodes, nodes=nodes,
-                                                    deepspeed_file=ds_file), sort_keys=False))
+                                                    deepspeed_file=ds_file, precision=precision), sort_keys=False))
     files.append(str(acc))
     args = list(train_args or [])
     commands = []

@@ -1,6 +1,6 @@
 """Models in and out of training: backend URIs -> a trainable transformers model; checkpoints -> what backends serve.
 
-    model, tokenizer = load_trainable("llamacpp://default")      # the embedded GGUF, dequantised (float32)
+    model, tokenizer = load_trainable("llamacpp://default")      # the embedded GGUF, dequantised (float32 weights)
     save_checkpoint(model, tokenizer, "out/")                     # HF folder (LoRA merged first)
     export_gguf("out/", "out/policy.gguf", outtype="f16")          # llama.cpp's convert_hf_to_gguf.py
 
@@ -79,21 +79,21 @@ def resolve_model(uri: str) -> ModelSource:
                       "llamacpp:///path/model.gguf, hf:///dir or hf:///dir?gguf_file=x.gguf")
 
 
-def load_trainable(uri: str, *, dtype: str = "float32") -> tuple[Any, Any]:
-    """`(model, tokenizer)` for training from a backend URI; a GGUF source becomes a plain (serialisable) model."""
-    import torch
+def load_trainable(uri: str) -> tuple[Any, Any]:
+    """`(model, tokenizer)` for training from a backend URI; a GGUF source becomes a plain (serialisable) model.
+    The weights are float32 whatever the run's precision: `train.precision` keeps fp32 master weights in every
+    mode and sets only the autocast dtype."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from train.precision import WEIGHT_DTYPE
 
     src = resolve_model(uri)
     directory = hf_dir_for(src) if src.is_gguf else src.directory
     if not (directory / "config.json").exists():
         raise ConfigError(f"--model {uri!r}: {directory} has no config.json; pass a transformers model folder "
                           "or a .gguf file")
-    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if dtype not in dtypes:
-        raise ConfigError(f"dtype={dtype!r}: must be one of {sorted(dtypes)}")
     tokenizer = AutoTokenizer.from_pretrained(str(src.tokenizer or directory), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtypes[dtype], local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=WEIGHT_DTYPE, local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

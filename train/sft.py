@@ -14,6 +14,8 @@ Data: JSONL, one record a line, of any of
   (`train.chat_template`: ChatML rendered as the model's own, assistant content and `<|im_end|>` trained).
 Packing is off by default (it would let one trajectory attend to another's observations unless TRL's
 padding-free position ids are used). LoRA (`lora=true`) goes through peft and is merged before saving.
+Precision and threads are `precision` (auto | fp32 | bf16 | fp16: fp32 weights, bf16/fp16 autocast) and
+`threads` (torch threads), resolved once per run by `train.precision` and recorded in the result (`compute`).
 `out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`) and `out/sft_result.json`.
 Not covered: multi-GPU launch (see `train.launch`), DPO / preference data.
 """
@@ -27,13 +29,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.config import renamed
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import iter_jsonl
 from agentic_infer.types import Rollout, Trajectory
+from train.precision import (
+    DTYPE_RENAMED,
+    Compute,
+    Precision,
+    check_settings,
+    resolve_compute,
+    resolve_precision,
+)
 
 log = logging.getLogger(__name__)
 
 
+@renamed(dtype=DTYPE_RENAMED)
 @dataclass(frozen=True)
 class SFTSettings:
     """`agentic train sft` settings (YAML `--config`, `--set KEY=VALUE`)."""
@@ -56,7 +68,8 @@ class SFTSettings:
     lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     gguf: str = "f16"  # f32 | f16 | bf16 | q8_0 | none
-    dtype: str = "float32"
+    precision: str = "auto"  # auto | fp32 | bf16 | fp16: fp32 weights, bf16/fp16 autocast (train.precision)
+    threads: int = 0  # torch threads; 0 = every usable core, at most 8
     seed: int = 0
     logging_steps: int = 1
     save_steps: int = 0  # > 0: a checkpoint every N steps (the last one kept); a rerun resumes from it
@@ -65,6 +78,7 @@ class SFTSettings:
     def __post_init__(self) -> None:
         from train.model_io import OUTTYPES
 
+        check_settings(self.precision, self.threads, self.trl)
         if self.gguf not in (*OUTTYPES, "none"):
             raise ConfigError(f"gguf={self.gguf!r}: must be one of {(*OUTTYPES, 'none')}")
         if self.max_length < 1 or self.batch_size < 1 or self.grad_accum < 1:
@@ -84,6 +98,7 @@ class SFTResult:
     sequence_tokens: int = 0  # input tokens per epoch (what a training step processes)
     history: list[dict[str, float]] = field(default_factory=list)  # the trainer's logged steps (loss curve)
     resumed_from: str | None = None  # the checkpoint this run continued (train_seconds then counts the rest)
+    compute: dict[str, Any] = field(default_factory=dict)  # resolved precision and threads, with reasons
 
 
 def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = None, append_eos: str | None = None,
@@ -134,12 +149,14 @@ def _sft_trajectories(rollout: Rollout) -> list[Trajectory]:
     return list(rollout.trajectories) if rollout.chosen is None else [rollout.trajectories[rollout.chosen]]
 
 
-def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str | None = None) -> Any:
+def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str | None = None,
+               precision: Precision | None = None) -> Any:
     """TRL's `SFTConfig` for these settings (CPU-friendly defaults: no reporting; checkpoints only with
-    `save_steps`)."""
+    `save_steps`); `precision`: the run's resolved one (default: `settings.precision` resolved here)."""
     import torch
     from trl import SFTConfig
 
+    precision = precision or resolve_precision(settings.precision)
     kw: dict[str, Any] = dict(
         output_dir=output_dir or str(Path(settings.out) / "trainer"), max_steps=settings.max_steps,
         num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
@@ -149,14 +166,15 @@ def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str |
         **({"save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": 1}
            if settings.save_steps > 0 else {"save_strategy": "no"}),
         dataset_kwargs={"skip_prepare_dataset": False}, assistant_only_loss=kind == "messages",
+        **precision.trl_args(),
     )
     kw.update(settings.trl)
     return SFTConfig(**kw)
 
 
 def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], settings: SFTSettings, *,
-                      kind: str = "tokens", output_dir: str | None = None) -> Any:
-    """A TRL `SFTTrainer` over `rows` (LoRA adapters added when `settings.lora`)."""
+                      kind: str = "tokens", output_dir: str | None = None, precision: Precision | None = None) -> Any:
+    """A TRL `SFTTrainer` over `rows` (LoRA adapters added when `settings.lora`; `precision` as in `sft_config`)."""
     from datasets import Dataset
     from trl import SFTTrainer
 
@@ -170,7 +188,7 @@ def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], se
 
         peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
                                  target_modules=list(settings.lora_targets), task_type="CAUSAL_LM")
-    return SFTTrainer(model=model, args=sft_config(settings, kind=kind, output_dir=output_dir),
+    return SFTTrainer(model=model, args=sft_config(settings, kind=kind, output_dir=output_dir, precision=precision),
                       train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
 
 
@@ -181,16 +199,19 @@ def last_checkpoint(folder: str | Path) -> str | None:
     return get_last_checkpoint(str(folder)) if Path(folder).is_dir() else None
 
 
-def train_sft(settings: SFTSettings) -> SFTResult:
-    """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`."""
+def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTResult:
+    """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`;
+    `compute`: precision and threads already resolved by a caller (default: resolved here, once)."""
     from train.model_io import export_gguf, load_trainable, save_checkpoint
 
     if not settings.data:
         raise ConfigError("no training data: pass --data PATH (JSONL of rollouts, trajectories or tokenized rows)")
-    model, tokenizer = load_trainable(settings.model, dtype=settings.dtype)
+    compute = compute or resolve_compute(settings.precision, settings.threads)
+    compute.apply()
+    model, tokenizer = load_trainable(settings.model)
     rows, kind = read_sft_data(settings.data, tokenizer, max_length=settings.max_length,
                                append_eos=settings.append_eos, allow_inexact=settings.allow_inexact)
-    trainer = build_sft_trainer(model, tokenizer, rows, settings, kind=kind)
+    trainer = build_sft_trainer(model, tokenizer, rows, settings, kind=kind, precision=compute.precision)
     resume = last_checkpoint(trainer.args.output_dir) if settings.save_steps > 0 else None
     if resume:
         log.info("resuming SFT from %s", resume)
@@ -205,7 +226,7 @@ def train_sft(settings: SFTSettings) -> SFTResult:
     result = SFTResult(out=str(dest), gguf=gguf, steps=int(out.global_step), rows=len(rows), tokens=tokens,
                        train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()},
                        sequence_tokens=sum(len(r["input_ids"]) for r in rows) if kind == "tokens" else 0,
-                       history=history, resumed_from=resume)
+                       history=history, resumed_from=resume, compute=compute.record())
     (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
                                                      default=str))
     return result

@@ -5,7 +5,7 @@ LLM server client, token ids in, token ids out.
     # write_agent_loop_config), and the dataset's `agent_name` column set to "agentic":
     - name: agentic
       _target_: train.verl_agent_loop.AgenticAgentLoop
-      engine: search_o1            # or tir
+      engine: search-o1            # or tir
       engine_config: {max_searches: 3}
       index: ""                    # Search-o1's index ("" = the default BM25 index)
 
@@ -125,7 +125,7 @@ EngineFactory = Callable[[Any, int | None], Any]  # (llm, seed) -> LoopEngine
 
 
 def default_engine_factory(engine: str, engine_config: Mapping[str, Any] | None = None, index: str = "") -> EngineFactory:
-    """`train.grpo.run.engine_factory` for `engine` ("search_o1" | "tir") with `engine_config`."""
+    """`train.grpo.run.engine_factory` for `engine` ("search-o1" | "tir") with `engine_config`."""
     from train.grpo.config import GRPOSettings
     from train.grpo.run import engine_factory
 
@@ -153,7 +153,7 @@ class AgenticAgentLoop(AgentLoopBase):  # type: ignore[misc,valid-type]
     `(trainer_config, server_manager, tokenizer, processor, **yaml_kwargs)`."""
 
     def __init__(self, trainer_config: Any = None, server_manager: Any = None, tokenizer: Any = None,
-                 processor: Any = None, *, engine: str = "search_o1", engine_config: Mapping[str, Any] | None = None,
+                 processor: Any = None, *, engine: str = "search-o1", engine_config: Mapping[str, Any] | None = None,
                  index: str = "", engine_factory: EngineFactory | None = None, response_length: int | None = None,
                  append_eos: str | None = "finished", **kwargs: Any):
         if AgentLoopBase is not object:
@@ -190,11 +190,11 @@ class AgenticAgentLoop(AgentLoopBase):  # type: ignore[misc,valid-type]
         return AgentLoopOutput(**out) if AgentLoopOutput is not None else out
 
 
-def agent_loop_config(*, name: str = AGENT_NAME, engine: str = "search_o1",
+def agent_loop_config(*, name: str = AGENT_NAME, engine: str = "search-o1",
                       engine_config: Mapping[str, Any] | None = None, index: str = "") -> list[dict[str, Any]]:
     """verl's agent loop config entries (`actor_rollout_ref.rollout.agent.agent_loop_config_path`)."""
-    if engine not in ("search_o1", "tir"):
-        raise ConfigError(f"engine={engine!r}: the verl agent loop runs 'search_o1' or 'tir'")
+    if engine not in ("search-o1", "tir"):
+        raise ConfigError(f"engine={engine!r}: the verl agent loop runs 'search-o1' or 'tir'")
     return [{"name": name, "_target_": f"{AgenticAgentLoop.__module__}.{AgenticAgentLoop.__qualname__}",
              "engine": engine, "engine_config": dict(engine_config or {}), "index": index}]
 

@@ -18,16 +18,9 @@ from rich.panel import Panel
 from agentic_infer.cli.app import run_app
 from agentic_infer.cli.inputs import read_examples
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
-from agentic_infer.errors import ConfigError
+from agentic_infer.tools.retrieval.corpora import retriever_factory
 
 DEFAULT_BACKEND = "llamacpp://default"
-
-
-def ensure_default_index(console: Console | None = None) -> Path:
-    """The default BM25 index (built once), telling the console when it builds."""
-    from agentic_infer.tools.retrieval.default_index import ensure_default_index as ensure
-
-    return ensure((lambda m: console.print(f"[dim]{m}[/dim]")) if console is not None else None)
 
 
 def print_trajectory(console: Console, traj) -> None:
@@ -105,17 +98,9 @@ def search_o1(
     settings = engine_settings(SearchO1Config, config, set_, show=show_config)
     console = Console(stderr=as_json)
     examples = read_examples(question, input_file)
-    if index is not None and retriever_url is not None:
-        raise ConfigError("give --index or --retriever-url, not both")
-    if retriever_url is not None:
-        from agentic_infer.tools.retrieval.client import RemoteRetriever
-
-        retriever = RemoteRetriever(retriever_url)
-    else:
-        from agentic_infer.tools.retrieval.index import load_index
-
-        retriever = load_index(index if index is not None else ensure_default_index(console))
-    engine = SearchO1(load_llm(backend), retriever, settings)
+    retriever_for = retriever_factory(index=index, url=retriever_url, default="wiki-vital",
+                                      on_build=lambda m: console.print(f"[dim]{m}[/dim]"))
+    engine = SearchO1(load_llm(backend), retriever_for({}), settings)
     _run_and_emit(engine, examples, scheduler=scheduler, concurrency=concurrency, as_json=as_json, out=out,
                   console=console)
 

@@ -8,8 +8,9 @@
 object per question (the run's voting report); `--out` appends one Rollout JSON line per question
 (its trajectories are the traces) through `agentic_infer.runner.run_many`, so a rerun skips the
 questions already written.
-Settings are `DeepConfConfig` (`--config FILE.yaml`, `--set KEY=VALUE`); this command's defaults
-differ from the paper's in `budget=32` and `max_tokens=2048` (a laptop run). The paper's window (2048
+Settings are `DeepConfConfig` (`--config FILE.yaml`, `--set KEY=VALUE`; sampling is nested:
+`--set sampling.max_tokens=512 --set sampling.temperature=0.8 --set sampling.seed=0`); this command's defaults
+differ from the paper's in `budget=32` and `sampling.max_tokens=2048` (a laptop run). The paper's window (2048
 tokens) only stops traces longer than that; `--set window=64` for short generations. Bad options are a ConfigError: one line on stderr, exit code 2.
 """
 
@@ -29,7 +30,7 @@ from agentic_infer.cli.inputs import read_examples
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
 
 DEFAULT_BACKEND = "llamacpp://default"
-CLI_DEFAULTS = {"budget": 32, "max_tokens": 2048}  # a laptop-sized run; the paper's budget is 512
+CLI_DEFAULTS = {"budget": 32, "sampling.max_tokens": 2048}  # a laptop-sized run; the paper's budget is 512
 
 
 def _show(console: Console, question: str, rep: dict[str, Any]) -> None:

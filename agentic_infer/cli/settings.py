@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from agentic_infer.config import build_config, config_to_dict
+from agentic_infer.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -28,14 +29,33 @@ Set = Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
 ShowConfig = Annotated[bool, typer.Option("--show-config", help="Print the effective settings as YAML and exit.")]
 
 
+def show_settings(cfg: Any) -> None:
+    """Print a config as YAML (what `--show-config` shows) and exit."""
+    import yaml
+
+    typer.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False, allow_unicode=True), nl=False)
+    raise typer.Exit(0)
+
+
+def RemovedFlag(flag: str, use: str, *, multiple: bool = False) -> Any:  # noqa: N802 (a type alias factory)
+    """A hidden option kept for one release so that its old spelling fails naming the new one (`use`)."""
+    kind = Optional[list[str]] if multiple else Optional[str]  # noqa: UP007
+    return Annotated[kind, typer.Option(flag, hidden=True, help=f"Removed: use {use}.")]
+
+
+def removed_flags(given: Mapping[str, tuple[Any, str]]) -> None:
+    """A ConfigError naming the new spelling for the first removed flag given (`{flag: (value, new spelling)}`)."""
+    for flag, (value, use) in given.items():
+        if value is not None and value != []:
+            raise ConfigError(f"{flag} was removed: use {use} (documents per search are k, sampling top-k is "
+                              "sampling.top_k; --show-config prints every engine setting)")
+
+
 def engine_settings(cls: type[T], config_file: Path | None, sets: list[str] | None, *, show: bool = False,
                     defaults: Mapping[str, Any] | None = None) -> T:
     """`cls` from the command's `defaults`, the YAML file and `--set`; with `show`, print it as YAML and exit."""
     base = build_config(cls, overrides=dict(defaults)) if defaults else None
     cfg = build_config(cls, file=config_file, overrides=sets or [], base=base)
     if show:
-        import yaml
-
-        typer.echo(yaml.safe_dump(config_to_dict(cfg), sort_keys=False, allow_unicode=True), nl=False)
-        raise typer.Exit(0)
+        show_settings(cfg)
     return cfg

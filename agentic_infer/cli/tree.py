@@ -11,7 +11,8 @@
 
 The flags say what to search; how is `LATSOptions` / `RAPOptions` (`--config FILE.yaml`, `--set
 KEY=VALUE`, `--show-config`): iterations, n_children / n_actions, depth_limit, budget (iterations,
-llm_calls, tokens, wall_s), lam, weights, aggregate, temperature, seed, feedback.
+llm_calls, tokens, wall_s), lam, weights, aggregate, feedback, and the actions' sampling
+(`--set sampling.temperature=0.5 --set sampling.seed=0 --set sampling.max_tokens=32`).
 Feedback is judge-only unless `--set feedback=oracle` (the gold reward then drives and stops the
 search); every result says which was used, what it spent, and whether the answer was correct
 (scored after the search when a gold answer or checker exists). `--env qa` searches the default
@@ -30,10 +31,11 @@ from rich.console import Console
 
 from agentic_infer.cli.app import app, run_app
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
+from agentic_infer.engines.tree.envs import LATS_ENVS, RAP_ENVS, lats_env_factory, rap_task_factory
 from agentic_infer.errors import ConfigError
+from agentic_infer.tools.retrieval.corpora import retriever_factory
 
 DEFAULT_BACKEND = "llamacpp://default"
-LATS_ENVS = ("game24", "qa", "math", "program")
 tree_app = typer.Typer(help="Inspect saved search trees.", no_args_is_help=True)
 app.add_typer(tree_app, name="tree")
 
@@ -110,27 +112,10 @@ def lats(
     console = Console(stderr=as_json)
     if env not in LATS_ENVS:
         raise ConfigError(f"--env {env!r}: choose one of {', '.join(LATS_ENVS)}")
-    if env == "game24":
-        from agentic_infer.engines.tree.game24 import Game24LATSEnv
-
-        environment = Game24LATSEnv(input_text)
-    elif env == "qa":
-        from agentic_infer.cli.agents import ensure_default_index
-        from agentic_infer.engines.tree.lats_envs import RetrievalQAEnv
-        from agentic_infer.tools.retrieval.index import load_index
-
-        retriever = load_index(index if index is not None else ensure_default_index(console))
-        environment = RetrievalQAEnv(input_text, retriever, gold=gold)
-    elif env == "math":
-        from agentic_infer.engines.tree.lats_envs import MathEnv
-
-        environment = MathEnv(input_text, gold=gold)
-    else:
-        from agentic_infer.engines.tree.lats_envs import ProgramEnv
-
-        if not test:
-            raise ConfigError("--env program needs at least one --test 'assert f(1) == 2' (visible test)")
-        environment = ProgramEnv(input_text, visible_tests=list(test), hidden_tests=list(hidden_test or []))
+    example = {"question": input_text, "gold": gold, "tests": list(test or []), "hidden_tests": list(hidden_test or [])}
+    retriever_for = retriever_factory(index=index, default="wiki-vital",
+                                      on_build=lambda m: console.print(f"[dim]{m}[/dim]")) if env == "qa" else None
+    environment = lats_env_factory(env, retriever_for=retriever_for)(example)
     engine = LATS(load_llm(backend), lambda _example: environment, options)
     _print(console, _run(engine, {"question": input_text}, save_tree), as_json, save_tree)
 
@@ -151,20 +136,12 @@ def rap(
     """RAP (LLM world model + MCTS + RAP-Aggregation) on one task; settings: RAPOptions."""
     from agentic_infer.backends import load_llm
     from agentic_infer.engines.tree.rap import RAP, RAPOptions
-    from agentic_infer.engines.tree.rap_tasks import RAP_TASKS, BlocksworldTask, Game24RAPTask, GSM8KTask
 
     console = Console(stderr=as_json)
-    if task not in RAP_TASKS:
-        raise ConfigError(f"--task {task!r}: choose one of {', '.join(RAP_TASKS)}")
+    if task not in RAP_ENVS:
+        raise ConfigError(f"--task {task!r}: choose one of {', '.join(RAP_ENVS)}")
     options = engine_settings(RAPOptions, config, set_, show=show_config)
-    if task == "game24":
-        t = Game24RAPTask(input_text)
-    elif task == "gsm8k":
-        t = GSM8KTask(input_text, gold=gold)
-    else:
-        if not goal:
-            raise ConfigError("--task blocksworld needs --goal, e.g. --goal 'the b block is on top of the a block'")
-        t = BlocksworldTask(input_text, goal)
+    t = rap_task_factory(task)({"question": input_text, "gold": gold, "goal": goal})
     engine = RAP(load_llm(backend), lambda _example: t, options)
     _print(console, _run(engine, {"question": input_text}, save_tree), as_json, save_tree)
 

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
     from agentic_infer.engines.loop import AgentLoop, Episode
 
 
+def check_one_sample(owner: str, sampling: Any, why: str) -> None:
+    """A ConfigError unless an engine config's `sampling` is a SamplingParams with n = 1 (`why`: what to do instead)."""
+    from agentic_infer.errors import ConfigError
+    from agentic_infer.types import SamplingParams
+
+    if not isinstance(sampling, SamplingParams):
+        raise ConfigError(f"{owner}.sampling={sampling!r}: pass a SamplingParams (or a mapping of its fields "
+                          "through build_config, e.g. --set sampling.temperature=0.7)")
+    if sampling.n != 1:
+        raise ConfigError(f"{owner}.sampling.n={sampling.n}: {why}")
+
+
 def example_id(example: Mapping[str, Any]) -> str:
     """The example's own id (`id`, `_id`, `qid`), else a hash of its question."""
     for key in ("id", "_id", "qid"):

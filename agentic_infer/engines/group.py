@@ -15,13 +15,13 @@ by vote (that is an engine of its own, e.g. DeepConf).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from agentic_infer.engines.base import Engine, example_id
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import gather_bounded
 from agentic_infer.types import Rollout, Usage
 
 
@@ -46,16 +46,7 @@ class Group:
         return cls([make(seed + j) for j in range(k)], name=name, concurrency=concurrency)
 
     async def run(self, example: Mapping[str, Any]) -> Rollout:
-        if self.concurrency == 1:
-            samples = [await engine.run(example) for engine in self.engines]
-        else:
-            limit = asyncio.Semaphore(self.concurrency)
-
-            async def one(engine: Engine) -> Rollout:
-                async with limit:
-                    return await engine.run(example)
-
-            samples = list(await asyncio.gather(*(one(e) for e in self.engines)))
+        samples = await gather_bounded(lambda engine: engine.run(example), self.engines, self.concurrency)
         return self.merge(samples, example=example, name=self.name)
 
     @staticmethod

@@ -32,11 +32,11 @@ class SearchHandler:
     """Batched retrieval for all queries of a turn, then RiD per query (or the formatted documents, each passage
     cut to `passage_chars` when set: the raw-passage setting's bound on the observation length)."""
 
-    def __init__(self, retriever: Retriever, dialect: Dialect, *, top_k: int = 10,
+    def __init__(self, retriever: Retriever, dialect: Dialect, *, k: int = 10,
                  rid: ReasonInDocuments | None = None, seed: int | None = None, passage_chars: int | None = None):
         self.retriever = retriever
         self.dialect = dialect
-        self.top_k = top_k
+        self.k = k  # documents per search
         self.rid = rid
         self.seed = seed
         self.passage_chars = passage_chars
@@ -44,7 +44,7 @@ class SearchHandler:
     async def __call__(self, calls: Sequence[Call]) -> list[Outcome]:
         queries = [c.arguments["query"] for c in calls]
         try:
-            results = await asyncio.to_thread(self.retriever.search, queries, self.top_k)
+            results = await asyncio.to_thread(self.retriever.search, queries, self.k)
         except Exception as e:  # a broken retriever is an observation, not a crash
             message = f"Search failed: {type(e).__name__}: {e}"
             return [Outcome(message, error=message) for _ in calls]

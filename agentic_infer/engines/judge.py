@@ -1,10 +1,14 @@
-"""LLM judges behind the `verify.Judge` interface: `score(question, prediction, reference) -> Verdict`.
+"""LLM judges behind the `verify.Judge` interface: `score(question, prediction, reference) -> Verdict`, and
+`make_judge`, the one factory eval, synth and fuzzqa build them with.
 
-    judge = EquivalenceJudge(llm, cache="~/.cache/agentic-infer/judge.sqlite", samples=3)
-    v = await judge.score("Who wrote Hamlet?", "Shakespeare", "William Shakespeare")
+    judge = make_judge("hotpotqa", llm, verdict="json", cache="~/.cache/agentic-infer/judge.sqlite")
+    v = await judge.score("Who wrote Hamlet?", "Shakespeare", ["William Shakespeare", "The Bard"])
     v.label, v.score, v.reason              # "CORRECT", 1.0, "same person"
-    verdicts = await judge.score_many([(q, p, g), ...], concurrency=8)
+    verdicts = await judge.score_many([(q, p, golds), ...], concurrency=8)   # verify.judge_answers
 
+- `make_judge(task, llm, verdict=json|yes-no, cache=...)`: `json` -> `EquivalenceJudge` (on SimpleQA its
+  published grader `SimpleQAGrader`), `yes-no` -> `YesNoEquivalenceJudge`; the old spelling `yesno` is a
+  ConfigError that names `yes-no`.
 - `EquivalenceJudge`: binary "is the prediction semantically equivalent to the gold answer?" with a
   JSON verdict (Chain-of-Agents / ASearcher style); labels CORRECT / INCORRECT; over-long
   predictions are cut in the middle (`max_prediction_chars`).
@@ -13,15 +17,15 @@
 - `SimpleQAGrader`: CORRECT / INCORRECT / NOT_ATTEMPTED with the anchored `parse_simpleqa_grade`.
 - `RubricJudge`: a 1-10 rating with reasons (tree search values, synth filters); `score` is the
   mean rating, `label` its rounded value.
-`Verdict`, the `Judge` protocol, `score_many` and the rule-based `MetricJudge` live in
-`agentic_infer.verify.judge` (below the engines); the LLM judges here implement that protocol.
+`Verdict`, the `Judge` protocol and the rule-based `MetricJudge` live in `agentic_infer.verify.judge`, the
+rule for judging many answers (empty answers, gold aliases, concurrency) in `agentic_infer.verify.judging`.
 
 The LLM judges share `LLMJudge`: self-consistency over `samples` outputs (majority label, `score` =
 share of CORRECT votes, or the mean rating), a persistent SQLite cache keyed by judge model +
 prompt + sampling settings (a hit makes no backend call), retries of retryable `BackendError`s
-with exponential backoff, re-sampling when no output parses (`parse_retries`), and `score_many`
-batching with bounded concurrency. When nothing parses the verdict is label "INVALID", score 0.0,
-with the raw outputs kept in `samples` (and logged), never a silent pass.
+with exponential backoff, re-sampling when no output parses (`parse_retries`). A list of gold aliases
+is shown in one prompt as `alias1 | alias2`. When nothing parses the verdict is label "INVALID", score
+0.0, with the raw outputs kept in `samples` (and logged), never a silent pass.
 Prompts are ours (the reference prompts' facts, not their prose). Parsers: `judge_parse`.
 Not covered: pairwise preference judges.
 """
@@ -48,11 +52,24 @@ from agentic_infer.engines.judge_parse import (
 )
 from agentic_infer.errors import AgenticError, BackendError, ConfigError
 from agentic_infer.types import Message, SamplingParams
-from agentic_infer.verify.judge import JudgeItem, Verdict, score_many
+from agentic_infer.verify.judge import Verdict
+from agentic_infer.verify.judging import JudgeItem, judge_answers
 
 log = logging.getLogger(__name__)
 
 INVALID = "INVALID"
+VERDICTS = ("json", "yes-no")
+RENAMED_VERDICTS = {"yesno": "yes-no"}  # old spellings, refused with the new name for one release
+
+
+def check_verdict(verdict: str) -> str:
+    """`verdict` when it is one of `VERDICTS`; a ConfigError names the choices (and the new spelling of an old one)."""
+    if verdict in RENAMED_VERDICTS:
+        raise ConfigError(f"judge verdict {verdict!r} is now spelled {RENAMED_VERDICTS[verdict]!r} (one vocabulary "
+                          f"for eval, synth and fuzzqa); write {RENAMED_VERDICTS[verdict]}")
+    if verdict not in VERDICTS:
+        raise ConfigError(f"judge verdict {verdict!r}: choose one of {', '.join(VERDICTS)}")
+    return verdict
 
 
 def _model_id(llm: LLM) -> str:
@@ -105,9 +122,10 @@ class LLMJudge:
         raise NotImplementedError
 
     # -- machinery --------------------------------------------------------------------------------
-    def messages(self, question: str, prediction: str | None, reference: str | None) -> list[Message]:
+    def messages(self, question: str, prediction: str | None, reference: str | Sequence[str] | None) -> list[Message]:
         pred = truncate_middle(prediction or "", self.max_prediction_chars)
-        return [Message("system", self.system_prompt), Message("user", self.user_prompt(question, pred, reference))]
+        ref = reference if reference is None or isinstance(reference, str) else " | ".join(map(str, reference))
+        return [Message("system", self.system_prompt), Message("user", self.user_prompt(question, pred, ref))]
 
     def _prompt_text(self, msgs: list[Message]) -> tuple[Any, str]:
         try:
@@ -131,7 +149,9 @@ class LLMJudge:
                             self.max_retries, delay)
                 await asyncio.sleep(delay)
 
-    async def score(self, question: str, prediction: str | None, reference: str | None = None) -> Verdict:
+    async def score(self, question: str, prediction: str | None,
+                    reference: str | Sequence[str] | None = None) -> Verdict:
+        """The verdict on one prediction; `reference` is the gold answer or the list of its aliases."""
         prompt, text = self._prompt_text(self.messages(question, prediction, reference))
         key = None
         if self.cache is not None:
@@ -160,8 +180,9 @@ class LLMJudge:
             self.cache.put(key, self.model, text, outputs)
         return self.aggregate(parsed, outputs)
 
-    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
-        return await score_many(self, items, concurrency=concurrency)
+    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict | None]:
+        """`verify.judge_answers(self, items, concurrency=...)`: the one rule for empty answers and gold aliases."""
+        return await judge_answers(self, items, concurrency=concurrency)
 
 
 def _majority(labels: Sequence[str]) -> str:
@@ -245,6 +266,8 @@ class YesNoEquivalenceJudge(EquivalenceJudge):
 class SimpleQAGrader(LLMJudge):
     """SimpleQA's three grades: CORRECT / INCORRECT / NOT_ATTEMPTED; `score` = share of CORRECT votes."""
 
+    no_answer_label = "NOT_ATTEMPTED"  # an empty answer, judged without a call (`verify.judge_answers`)
+
     def user_prompt(self, question: str, prediction: str, reference: str | None) -> str:
         if reference is None:
             raise ConfigError("SimpleQAGrader.score needs a reference (gold target)")
@@ -300,14 +323,26 @@ class RubricJudge(LLMJudge):
         return Verdict(str(int(round(mean))), mean, reason[-1000:], tuple(outputs))
 
 
+def make_judge(task: str, llm: LLM, *, verdict: str = "json", cache: JudgeCache | str | os.PathLike[str] | None = None,
+               **options: Any) -> LLMJudge:
+    """The equivalence judge for `task` in verdict format `verdict` (see the module docstring); `options` go to
+    the judge (e.g. `max_tokens`, `samples`)."""
+    if check_verdict(verdict) == "yes-no":
+        return YesNoEquivalenceJudge(llm, cache=cache, **options)
+    return (SimpleQAGrader if task == "simpleqa" else EquivalenceJudge)(llm, cache=cache, **options)
+
+
 __all__ = [
     "INVALID",
+    "VERDICTS",
     "EquivalenceJudge",
     "JudgeCache",
     "LLMJudge",
     "RubricJudge",
     "SimpleQAGrader",
     "YesNoEquivalenceJudge",
+    "check_verdict",
+    "make_judge",
     "parse_equivalence",
     "parse_rubric_score",
     "parse_simpleqa_grade",

@@ -1,12 +1,12 @@
 """Search-o1: agentic retrieval-augmented reasoning with Reason-in-Documents, in any search dialect.
 
-    engine = SearchO1(llm, retriever, max_searches=10, top_k=10)
+    engine = SearchO1(llm, retriever, max_searches=10, k=10)   # k: documents per search
     rollout = await engine.run({"question": "..."})        # rollout.trajectories[0] is the trajectory
     rollouts = await run_many(engine, examples, concurrency=8, scheduler="async" | "lockstep")
 
 Defaults follow the reference code (Search-o1, Li et al. 2025, github.com/sunnynexus/Search-o1): max
-searches 10 (multi-hop; use 5 for single-hop), max turns 15, top-k 10, temperature 0.7, top_p 0.8,
-top_k 20, repetition penalty 1.05, doc context ±3000 chars, answer in `\\boxed{}`.
+searches 10 (multi-hop; use 5 for single-hop), max turns 15, 10 documents per search (`k`), temperature 0.7,
+top_p 0.8, top_k 20 (`sampling.top_k`), repetition penalty 1.05, doc context ±3000 chars, answer in `\\boxed{}`.
 Reason-in-Documents (`rid=True`) may run on a different LLM (`rid_llm`). With another dialect
 (`search_r1`, `r1_searcher`, `asearcher`) the same loop runs with that system's tags; RiD is off by default there (those systems insert raw documents).
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentic_infer.backends.base import LLM
-from agentic_infer.config import build_config
+from agentic_infer.config import build_config, renamed
 from agentic_infer.engines import prompts
 from agentic_infer.engines.base import LoopEngine
 from agentic_infer.engines.dialects import get_dialect
@@ -48,23 +48,24 @@ DEFAULT_SAMPLING = SamplingParams(max_tokens=2048, temperature=0.7, top_p=0.8, t
 BASE_HELP = {"worked_example": True, "assistant_prefix": "Let me search for this.\n<|begin_search_query|>",
              "rid_prefill": True}
 
-PLAIN_TOP_K, PLAIN_PASSAGE_CHARS, PLAIN_MAX_SEARCHES = 2, 300, 5  # the plain setting `make distill` trains with
+PLAIN_K, PLAIN_PASSAGE_CHARS, PLAIN_MAX_SEARCHES = 2, 300, 5  # the plain setting `make distill` trains with
 
 
-def plain_options(*, top_k: int = PLAIN_TOP_K, passage_chars: int = PLAIN_PASSAGE_CHARS,
+def plain_options(*, k: int = PLAIN_K, passage_chars: int = PLAIN_PASSAGE_CHARS,
                   max_searches: int = PLAIN_MAX_SEARCHES) -> dict[str, Any]:
     """The plain Search-o1 setting (raw passages cut to `passage_chars`, no Reason-in-Documents) that
     distillation demonstrations are built with and a distilled policy is served and evaluated with."""
-    return {"rid": False, "top_k": top_k, "passage_chars": passage_chars, "max_searches": max_searches}
+    return {"rid": False, "k": k, "passage_chars": passage_chars, "max_searches": max_searches}
 
 
+@renamed(top_k=("k", "documents per search"))
 @dataclass(frozen=True)
 class SearchO1Config:
     """Search-o1's settings (validated); `SearchO1(llm, retriever, config, **overrides)` or `--config FILE.yaml`."""
 
     dialect: str = "search_o1"
     max_searches: int = 10
-    top_k: int = 10
+    k: int = 10  # documents per search (sampling top-k is `sampling.top_k`)
     max_turns: int = 15
     max_total_tokens: int = 16384
     rid: bool | None = None  # None: on for the search_o1 dialect, off for the others
@@ -83,7 +84,7 @@ class SearchO1Config:
         if "search" not in {a.tool for a in dialect.actions}:
             raise ConfigError(f"SearchO1Config.dialect={self.dialect!r} has no search action; use search_o1, "
                               "search_r1, r1_searcher or asearcher")
-        for name in ("top_k", "max_turns", "max_total_tokens", "doc_chars"):
+        for name in ("k", "max_turns", "max_total_tokens", "doc_chars"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"SearchO1Config.{name}={getattr(self, name)!r}: must be an integer >= 1")
         if not isinstance(self.passage_chars, int) or self.passage_chars < 0:
@@ -112,7 +113,7 @@ class SearchO1(LoopEngine):
         self.rid = ReasonInDocuments(rid_llm or llm, sampling=cfg.rid_sampling, doc_chars=cfg.doc_chars,
                                      search_tags=(self.dialect.actions[0].begin, self.dialect.result_begin),
                                      prefill=cfg.rid_prefill) if cfg.use_rid else None
-        handlers: dict[str, Any] = {"search": SearchHandler(retriever, self.dialect, top_k=cfg.top_k, rid=self.rid,
+        handlers: dict[str, Any] = {"search": SearchHandler(retriever, self.dialect, k=cfg.k, rid=self.rid,
                                                             seed=self.sampling.seed,
                                                             passage_chars=cfg.passage_chars or None)}
         if any(a.tool == "access" for a in self.dialect.actions):
@@ -123,7 +124,7 @@ class SearchO1(LoopEngine):
         self.worked_example = cfg.worked_example
         self.assistant_prefix = cfg.assistant_prefix
         self.first_query = cfg.first_query
-        record = {"dialect": self.dialect.name, "max_searches": cfg.max_searches, "top_k": cfg.top_k,
+        record = {"dialect": self.dialect.name, "max_searches": cfg.max_searches, "k": cfg.k,
                   "max_turns": cfg.max_turns, "rid": cfg.use_rid, "passage_chars": cfg.passage_chars, "sampling": self.sampling.to_dict(),
                   "worked_example": cfg.worked_example, "assistant_prefix": cfg.assistant_prefix,
                   "first_query": cfg.first_query}

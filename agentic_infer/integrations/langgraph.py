@@ -17,7 +17,7 @@ Usage (pip install 'agentic-infer[graph]' aiosqlite):
     from agentic_infer.integrations.langgraph import TURN_NODE, search_o1_graph, trajectory_from_state
 
     async with AsyncSqliteSaver.from_conn_string("runs.sqlite") as saver:
-        graph = search_o1_graph(llm, retriever, checkpointer=saver, max_searches=5, top_k=5)
+        graph = search_o1_graph(llm, retriever, checkpointer=saver, max_searches=5, k=5)
         config = {"configurable": {"thread_id": "q1"}}
         async for update in graph.astream({"example": {"question": "..."}}, config, stream_mode="updates"):
             if TURN_NODE in update:                  # one update per turn

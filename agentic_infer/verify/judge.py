@@ -2,22 +2,24 @@
 
     v = await MetricJudge("f1", threshold=0.5).score("Who?", "Barack Obama", ["Obama"])
     v.label, v.score, v.reason             # "CORRECT", 0.667, "f1"
-    verdicts = await score_many(judge, [(q, p, g), ...], concurrency=8)
 
 Any object with an async `score` of that shape is a `Judge`: the rule-based `MetricJudge` here and
 the LLM judges of `agentic_infer.engines.judge` alike, so eval, synth filters and rewards take either.
+`reference` is one gold answer or the list of its aliases. A judge may set `no_answer_label` (the
+label of an empty answer; "INCORRECT" by default). Judge many answers with `verify.judging.judge_answers`
+(the one rule for empty answers and gold aliases).
 Not covered: the LLM judges themselves (prompts, parsing, caching: `agentic_infer.engines.judge`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from agentic_infer.errors import ConfigError
-from agentic_infer.verify.registry import Metric, get_metric
+from agentic_infer.verify.registry import Metric, get_metric, score
 
 
 @dataclass(frozen=True)
@@ -41,30 +43,8 @@ class Verdict:
 
 @runtime_checkable
 class Judge(Protocol):
-    async def score(self, question: str, prediction: str | None, reference: str | None = None) -> Verdict: ...
-
-
-JudgeItem = tuple[str, str | None, str | None] | Mapping[str, Any]
-
-
-def _unpack(item: JudgeItem) -> tuple[str, str | None, str | None]:
-    if isinstance(item, Mapping):
-        return item["question"], item.get("prediction"), item.get("reference", item.get("answer"))
-    q, p, *rest = item
-    return q, p, (rest[0] if rest else None)
-
-
-async def score_many(judge: Judge, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
-    """Score many (question, prediction, reference) items, `concurrency` at a time, in input order."""
-    if concurrency < 1:
-        raise ConfigError(f"score_many: concurrency={concurrency!r} must be >= 1")
-    sem = asyncio.Semaphore(concurrency)
-
-    async def one(item: JudgeItem) -> Verdict:
-        async with sem:
-            return await judge.score(*_unpack(item))
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
+    async def score(self, question: str, prediction: str | None,
+                    reference: str | Sequence[str] | None = None) -> Verdict: ...
 
 
 class MetricJudge:
@@ -78,7 +58,8 @@ class MetricJudge:
     def __init__(self, metric: str | Metric = "em", *, threshold: float = 1.0, name: str | None = None,
                  **options: Any):
         if isinstance(metric, str):
-            self.fn, self.name = get_metric(metric), name or metric
+            get_metric(metric)
+            self.fn, self.name = (lambda p, g, **o: score(metric, p, g, **o)), name or metric
         elif callable(metric):
             self.fn, self.name = metric, name or getattr(metric, "__name__", type(metric).__name__)
         else:
@@ -93,8 +74,5 @@ class MetricJudge:
         s = float(await asyncio.to_thread(self.fn, prediction, reference, **self.options))
         return Verdict("CORRECT" if s >= self.threshold else "INCORRECT", s, self.name)
 
-    async def score_many(self, items: Iterable[JudgeItem], *, concurrency: int = 8) -> list[Verdict]:
-        return await score_many(self, items, concurrency=concurrency)
 
-
-__all__ = ["Judge", "JudgeItem", "MetricJudge", "Verdict", "score_many"]
+__all__ = ["Judge", "MetricJudge", "Verdict"]

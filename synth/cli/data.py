@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from agentic_infer.cli.app import synth_app
+from agentic_infer.cli.settings import RemovedFlag, removed_flags
 from agentic_infer.errors import ConfigError
 
 
@@ -41,7 +42,8 @@ def demos(
                                                 "or a local HF directory.")] = "default",
     backend: Annotated[str | None, typer.Option(help="Take tokenizer and template from this backend URI "
                                                      "instead of --tokenizer.")] = None,
-    top_k: Annotated[str, typer.Option(help="Search depths to vary, comma-separated.")] = "3,5",
+    k: Annotated[str, typer.Option("--k", help="Documents per search to vary (DemoOptions.ks), comma-separated.")] = "3,5",
+    top_k: RemovedFlag("--top-k", "--k") = None,
     wordings: Annotated[str, typer.Option(help="Query wordings: subq,title.")] = "subq,title",
     variants: Annotated[int, typer.Option(help="At most this many variants per question.")] = 4,
     corpus: Annotated[str, typer.Option(help="question (its own paragraphs) | pooled (all loaded questions).")]
@@ -51,13 +53,14 @@ def demos(
     """Demonstrations from gold decompositions, run through the real Search-o1 engine and verified."""
     from synth.demos import DemoOptions, Vocab, run_demos
 
+    removed_flags({"--top-k": (top_k, "--k (documents per search)")})
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit {limit}: must be >= 1")
     if (out / "trajectories.jsonl").exists() and not overwrite:
         raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
                           "(nothing was written)")
     options = DemoOptions(wordings=tuple(w.strip() for w in wordings.split(",") if w.strip()),
-                          top_ks=_ints(top_k, "top-k"), max_variants=variants, corpus=corpus)
+                          ks=_ints(k, "k"), max_variants=variants, corpus=corpus)
     if backend:
         from agentic_infer.backends import load_llm
 
@@ -83,12 +86,19 @@ def export(
     allow_inexact: Annotated[bool, typer.Option(help="Export re-encoded (token_exact=False) trajectories.")] = False,
     ability: Annotated[str, typer.Option(help="verl-rl `ability` column.")] = "qa",
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out.")] = False,
+    append_eos: Annotated[str, typer.Option(help="Tokenized rows: a trainable end-of-turn token after a "
+                                                 "finished answer (finished | eos | none), as `agentic train sft`.")
+                          ] = "finished",
+    eos_token_id: Annotated[int | None, typer.Option(help="The end-of-turn token id (default: --tokenizer's).")] = None,
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer whose end-of-turn id tokenized rows end with: 'default' "
+                                                "(embedded GGUF), a .gguf or a local HF directory.")] = "default",
 ) -> None:
     """Export trajectories as chat messages, tokenized SFT rows, verl multi-turn SFT or verl RL parquet."""
     from synth.export import export as run_export
 
     stats = run_export(src, fmt, out, max_length=max_length, allow_inexact=allow_inexact, ability=ability,
-                       overwrite=overwrite)
+                       overwrite=overwrite, eos_token_id=eos_token_id, tokenizer=tokenizer,
+                       append_eos=None if append_eos == "none" else append_eos)  # type: ignore[arg-type]
     stats_path = out.parent / "stats.json"
     merged = json.loads(stats_path.read_text()) if stats_path.is_file() else {}
     merged.setdefault("exports", []).append(stats)

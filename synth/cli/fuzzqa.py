@@ -1,6 +1,6 @@
 """`agentic synth fuzzqa`: fuzzed multi-hop QA (ASearcher-style), gated per edit, with its funnel.
 
-    agentic synth fuzzqa --corpus wiki-vital --n 50 --llm llamacpp://default --out fuzz/ --set judge=yesno
+    agentic synth fuzzqa --corpus wiki-vital --n 50 --llm llamacpp://default --out fuzz/ --set judge=yes-no
     agentic synth fuzzqa --grounded musique:../shared/data/multihop/musique_full_train_100.jsonl --n 20 \\
         --llm llamacpp://default --out fuzz-g/ --set k_closed_book=4
     agentic eval run --task hotpotqa --data fuzz/qa.jsonl ...      # the output is HotpotQA-format

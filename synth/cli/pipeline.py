@@ -18,13 +18,15 @@ from typing import Annotated, Any, Optional
 import typer
 
 from agentic_infer.cli.app import synth_app
+from agentic_infer.cli.settings import RemovedFlag, removed_flags
 from agentic_infer.errors import ConfigError
 
 Filters = Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
     "--filters", help="A filter: NAME or NAME:key=value,key=value (repeatable, applied in order); "
                       "see synth.pipeline.filters.FILTERS.")]
 Sets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
-    "--set", help="Override one setting: KEY=VALUE, dotted (rollout.samples=4, executor.tasks=2); repeatable.")]
+    "--set", help="Override one setting: KEY=VALUE, dotted (rollout.samples=4, executor.tasks=2, the engine's: "
+                  "rollout.settings.sampling.max_tokens=64); repeatable.")]
 Tasks = Annotated[int, typer.Option("--tasks", help="datatrove tasks (shards of the input).")]
 Workers = Annotated[int, typer.Option("--workers", help="datatrove tasks run at once.")]
 ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="A progress bar of the items (drawn only "
@@ -69,20 +71,21 @@ def rollouts_cmd(
     backend: Annotated[str, typer.Option("--backend", help="Backend URI.")] = "llamacpp://default",
     samples: Annotated[int, typer.Option("--samples", help="Samples per question (the group).")] = 1,
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions.")] = None,  # noqa: UP007
-    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 512,
+    max_tokens: RemovedFlag("--max-tokens", "--set rollout.settings.sampling.max_tokens=VALUE") = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="verify metric(s) to judge with; "  # noqa: UP007
                                                        "default: em when a filter needs verdicts.")] = None,
     filters: Filters = None, tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None,
     progress: ShowProgress = True,
 ) -> None:
     """Run an engine on a benchmark file: k samples per question as Trajectory records, judged and filtered."""
+    removed_flags({"--max-tokens": (max_tokens, "--set rollout.settings.sampling.max_tokens=VALUE")})
     names = [f.partition(":")[0] for f in filters or ()]
     metrics = list(judge or ([] if not set(names) & {"correct", "accuracy_band", "all_equal", "reward_variance"}
                              else ["em"]))
     overrides: dict[str, Any] = {
         "out": str(out), "name": f"{task}-{engine}",
         "reader": {"kind": "task", "task": task, "path": str(data), "limit": limit},
-        "rollout": {"engine": engine, "backend": backend, "samples": samples, "max_tokens": max_tokens},
+        "rollout": {"engine": engine, "backend": backend, "samples": samples},
         "filters": list(filters or ()), "executor": {"tasks": tasks, "workers": workers, "progress": progress}}
     if metrics:
         overrides["judge"] = {"metrics": metrics}

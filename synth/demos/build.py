@@ -4,8 +4,8 @@
     result = asyncio.run(build_demos(examples, Vocab(load_tokenizer("default")), DemoOptions()))
     result.trajectories   # verified Trajectory records; result.stats: counts, rejections by reason
 
-For each question with a gold plan (`plans.gold_plan`) and each variant (query wording × top-k ×
-order, at most `max_variants`), a `SearchO1` engine runs with scripted models (`scripted.py`): the
+For each question with a gold plan (`plans.gold_plan`) and each variant (query wording × documents
+per search `k` × order, at most `max_variants`), a `SearchO1` engine runs with scripted models (`scripted.py`): the
 policy's turns are scripted text ("I need to find out: ...", the hop's query in the search tags, the
 step's answer, finally `\\boxed{gold}` and the chat template's end-of-turn marker), every query runs
 against a real BM25 index (the question's own paragraphs, or one pooled index over every loaded
@@ -37,9 +37,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.config import renamed
 from agentic_infer.engines.dialects import get_dialect
 from agentic_infer.engines.search_o1 import SearchO1
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import write_jsonl
 from agentic_infer.tools.retrieval.base import Document
 from agentic_infer.tools.retrieval.bm25 import BM25Index
 from agentic_infer.tools.retrieval.corpus import question_paragraphs
@@ -53,15 +55,16 @@ WORDINGS = ("subq", "title")
 CORPORA = ("question", "pooled")
 
 
+@renamed(top_ks=("ks", "the documents per search to vary"))
 @dataclass(frozen=True)
 class DemoOptions:
-    """Which variants to build and how. `wordings`: query wordings tried in order; `top_ks`: search
-    depths; `orders`: also the reversed hop order for order-free (comparison) plans; `max_variants`:
+    """Which variants to build and how. `wordings`: query wordings tried in order; `ks`: documents per
+    search to vary; `orders`: also the reversed hop order for order-free (comparison) plans; `max_variants`:
     per question; `corpus`: "question" (its own paragraphs) or "pooled" (every loaded question's
     paragraphs in one index); `end_of_turn`: close the last turn with the template's end-of-turn text."""
 
     wordings: tuple[str, ...] = WORDINGS
-    top_ks: tuple[int, ...] = (3, 5)
+    ks: tuple[int, ...] = (3, 5)
     orders: bool = True
     max_variants: int = 4
     corpus: str = "question"
@@ -71,11 +74,11 @@ class DemoOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "wordings", tuple(self.wordings))
-        object.__setattr__(self, "top_ks", tuple(self.top_ks))
+        object.__setattr__(self, "ks", tuple(self.ks))
         if not self.wordings or any(w not in WORDINGS for w in self.wordings):
             raise ConfigError(f"DemoOptions.wordings={self.wordings!r}: choose from {WORDINGS}")
-        if not self.top_ks or any(not isinstance(k, int) or k < 1 for k in self.top_ks):
-            raise ConfigError(f"DemoOptions.top_ks={self.top_ks!r}: pass positive integers, e.g. (3, 5)")
+        if not self.ks or any(not isinstance(k, int) or k < 1 for k in self.ks):
+            raise ConfigError(f"DemoOptions.ks={self.ks!r}: pass positive integers, e.g. (3, 5)")
         if not isinstance(self.max_variants, int) or self.max_variants < 1:
             raise ConfigError(f"DemoOptions.max_variants={self.max_variants!r}: must be an integer >= 1")
         if self.corpus not in CORPORA:
@@ -89,16 +92,16 @@ class DemoResult:
 
 
 def variants(plan: GoldPlan, options: DemoOptions) -> list[dict[str, Any]]:
-    """The distinct variants of a plan: (wording, top_k, order), duplicates by query sequence removed."""
+    """The distinct variants of a plan: (wording, k, order), duplicates by query sequence removed."""
     orders = ["given", "reversed"] if options.orders and plan.order_free and len(plan.hops) > 1 else ["given"]
     out, seen = [], set()
-    for wording, order, k in itertools.product(options.wordings, orders, options.top_ks):
+    for wording, order, k in itertools.product(options.wordings, orders, options.ks):
         hops = _ordered(plan, order)
         key = (tuple(h.query(wording) for h in hops), k)
         if key in seen:
             continue
         seen.add(key)
-        out.append({"wording": wording, "top_k": k, "order": order})
+        out.append({"wording": wording, "k": k, "order": order})
         if len(out) == options.max_variants:
             break
     return out
@@ -155,7 +158,7 @@ async def build_demo(plan: GoldPlan, retriever: Any, vocab: Vocab, variant: Mapp
     eot = vocab.end_of_turn() if options.end_of_turn else ""
     policy = ScriptedPolicy(vocab, script(plan, hops, variant["wording"], end_of_turn=eot))
     rid = ScriptedRid(vocab, recording, {h.query(variant["wording"]): h.evidence for h in hops})
-    engine = SearchO1(policy, recording, rid_llm=rid, max_searches=max(options.max_searches, len(hops)), top_k=variant["top_k"],
+    engine = SearchO1(policy, recording, rid_llm=rid, max_searches=max(options.max_searches, len(hops)), k=variant["k"],
                       max_turns=len(hops) + 1, max_total_tokens=1 << 24, doc_chars=options.doc_chars,
                       sampling=SamplingParams(max_tokens=1 << 16, temperature=0.0))
     example = {"id": plan.example_id, "question": plan.question, "gold": list(plan.gold), "task": task}
@@ -240,11 +243,7 @@ def write_demos(out: str | Path, result: DemoResult, *, overwrite: bool = False)
     if path.exists() and not overwrite:
         raise ConfigError(f"{path} exists; choose another --out or pass --overwrite (nothing was written)")
     out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for t in result.trajectories:
-            f.write(t.to_json() + "\n")
-    tmp.replace(path)
+    write_jsonl(path, (t.to_json() for t in result.trajectories))
     (out / "stats.json").write_text(json.dumps(result.stats, indent=2), encoding="utf-8")
     return path
 
@@ -252,7 +251,7 @@ def write_demos(out: str | Path, result: DemoResult, *, overwrite: bool = False)
 def run_demos(task: str, data: str | Path, out: str | Path, *, vocab: Vocab, limit: int | None = None,
               options: DemoOptions = DemoOptions(), overwrite: bool = False) -> dict[str, Any]:
     """Load `data` with eval's task loader, build and write the demonstrations; returns the stats."""
-    from eval.tasks import get_task
+    from agentic_infer.tasks import get_task
 
     if (Path(out) / "trajectories.jsonl").exists() and not overwrite:
         raise ConfigError(f"{Path(out) / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "

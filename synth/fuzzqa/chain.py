@@ -25,7 +25,7 @@ from agentic_infer.engines.group import Group
 from agentic_infer.engines.search_o1 import SearchO1
 from agentic_infer.tools.retrieval.base import Document, Retriever
 from agentic_infer.types import SamplingParams
-from agentic_infer.verify import Verdict, boxed_answer
+from agentic_infer.verify import Verdict, boxed_answer, judge_answer
 from synth.fuzzqa import actions as act
 from synth.fuzzqa import gates
 from synth.fuzzqa.config import GATES, FuzzQAConfig
@@ -73,9 +73,7 @@ class Gatekeeper:
         self.params = SamplingParams(max_tokens=cfg.max_tokens, temperature=0.0, seed=cfg.seed)
 
     async def _judge(self, question: str, prediction: str | None, gold: str) -> Verdict:
-        if not prediction or not prediction.strip():
-            return Verdict("INCORRECT", 0.0, "no answer")
-        return await self.judge.score(question, prediction, gold)
+        return await judge_answer(self.judge, question, prediction, gold)  # verify's one rule (empty: no call)
 
     async def check(self, v: Version, previous: Version | None) -> list[GateRecord]:
         for name in GATES:

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentic_infer.engines.judge import RENAMED_VERDICTS, VERDICTS, check_verdict
 from agentic_infer.engines.search_o1 import SearchO1Config
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import SamplingParams
 
 GATES = ("not_covered", "answerable", "too_hard_closed_book", "solvable_with_tools", "no_alternative")
-JUDGE_KINDS = ("json", "yesno", "em", "cover_em", "f1")
+METRIC_JUDGES = ("em", "cover_em", "f1")  # judges without an LLM
+JUDGE_KINDS = (*VERDICTS, *METRIC_JUDGES)  # VERDICTS: the LLM judges' formats (json, yes-no)
 
 # The with-tools agent: few searches, the question as its first query (small models rarely open a query tag),
 # no Reason-in-Documents (one LLM call per search saved); override with `--set tools.KEY=VALUE`.
-DEFAULT_TOOLS = SearchO1Config(max_searches=3, top_k=3, max_turns=4, max_total_tokens=4096, rid=False,
+DEFAULT_TOOLS = SearchO1Config(max_searches=3, k=3, max_turns=4, max_total_tokens=4096, rid=False,
                                first_query="question",
                                sampling=SamplingParams(max_tokens=256, temperature=0.7, top_p=0.8, top_k=20,
                                                        logprobs=0))
@@ -37,7 +39,7 @@ class FuzzQAConfig:
     closed_book_temperature: float = 1.0
     k_tools: int = 1                # with-tools runs; solvable when at least `min_tools_correct` are right
     min_tools_correct: int = 1
-    judge: str = "json"             # json (EquivalenceJudge) | yesno (P(Yes)) | em | cover_em | f1 (no LLM)
+    judge: str = "json"             # json (EquivalenceJudge) | yes-no (P(Yes)) | em | cover_em | f1 (no LLM)
     max_tokens: int = 192           # for writing, fuzzing, reading and closed-book answers
     temperature: float = 0.7        # for writing and fuzzing
     covered_overlap: float = 0.8    # a new fact whose content words are this much inside the evidence is covered
@@ -69,6 +71,8 @@ class FuzzQAConfig:
         if self.min_tools_correct > self.k_tools:
             raise ConfigError(f"FuzzQAConfig.min_tools_correct={self.min_tools_correct} > k_tools={self.k_tools}; "
                               "lower it or raise k_tools")
+        if self.judge in RENAMED_VERDICTS:
+            check_verdict(self.judge)  # the old spelling: a ConfigError that names the new one
         if self.judge not in JUDGE_KINDS:
             raise ConfigError(f"FuzzQAConfig.judge={self.judge!r}: use one of {', '.join(JUDGE_KINDS)}")
         if not 0.0 < self.covered_overlap <= 1.0:

@@ -140,7 +140,7 @@ def parse_grounded(spec: str) -> tuple[str, Path]:
 
 def grounded_seeds(task: str, path: str | Path) -> tuple[list[GroundedSeed], Counter[str]]:
     """Every plannable record of `path` (read by eval task `task`'s loader) and the skip reasons of the rest."""
-    from eval.tasks import get_task
+    from agentic_infer.tasks import get_task
 
     seeds: list[GroundedSeed] = []
     skipped: Counter[str] = Counter()

@@ -23,10 +23,8 @@ Not covered: datatrove executors (the seeds run in one process; a seed is the un
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import os
 import random
 import time
 from collections import Counter
@@ -35,9 +33,17 @@ from typing import Any
 
 from agentic_infer.backends.base import LLM
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import (
+    append_jsonl,
+    atomic_open,
+    gather_bounded,
+    read_jsonl,
+    repair_jsonl,
+    write_jsonl,
+)
 from agentic_infer.tools.retrieval.base import Document
 from synth.fuzzqa.chain import FuzzQA, SeedRecord
-from synth.fuzzqa.config import GATES, FuzzQAConfig
+from synth.fuzzqa.config import GATES, METRIC_JUDGES, FuzzQAConfig
 from synth.fuzzqa.grounded import grounded_seeds, parse_grounded
 from synth.fuzzqa.provenance import Version, qa_row
 
@@ -60,14 +66,14 @@ class CountingLLM:
 
 
 def make_judge(kind: str, llm: Any, cache: Path | None) -> Any:
-    """The equivalence judge: `json` (EquivalenceJudge), `yesno` (P(Yes), small models), or a metric (no LLM)."""
-    from agentic_infer.engines.judge import EquivalenceJudge, YesNoEquivalenceJudge
+    """The equivalence judge: a metric (`em`, `cover_em`, `f1`: no LLM), else the LLM judge of verdict format `kind`
+    (`json`, or `yes-no`: P(Yes), for small models) from `agentic_infer.engines.judge.make_judge`."""
+    from agentic_infer.engines.judge import make_judge as make_llm_judge
     from agentic_infer.verify import MetricJudge
 
-    if kind in ("em", "cover_em", "f1"):
+    if kind in METRIC_JUDGES:
         return MetricJudge(kind, threshold=0.5 if kind == "f1" else 1.0)
-    cls = YesNoEquivalenceJudge if kind == "yesno" else EquivalenceJudge
-    return cls(llm, cache=cache, **({} if kind == "yesno" else {"max_tokens": 128, "temperature": 0.0}))
+    return make_llm_judge("", llm, verdict=kind, cache=cache, **({"max_tokens": 128} if kind == "json" else {}))
 
 
 def corpus_documents(corpus: str) -> tuple[str, list[Document]]:
@@ -78,11 +84,11 @@ def corpus_documents(corpus: str) -> tuple[str, list[Document]]:
 
 
 def make_retriever(corpus: str, docs: list[Document]) -> Any:
+    """The embedded index for `wiki-vital` (the one corpus factory), else a BM25 index over the corpus's `docs`."""
     if corpus == "wiki-vital":
-        from agentic_infer.tools.retrieval.default_index import ensure_default_index
-        from agentic_infer.tools.retrieval.index import load_index
+        from agentic_infer.tools.retrieval.corpora import retriever_factory
 
-        return load_index(ensure_default_index())
+        return retriever_factory(corpus="wiki-vital")({})
     from agentic_infer.tools.retrieval.bm25 import BM25Index
 
     return BM25Index.from_documents(docs)
@@ -96,31 +102,10 @@ def pick_seeds(docs: list[Document], n: int, *, min_words: int, seed: int) -> li
 
 # -- resume -------------------------------------------------------------------------------------------
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The finished seed records; a torn or unreadable line (a killed run) is dropped and the file rewritten."""
-    if not path.is_file():
-        return []
-    good, lines = [], path.read_text(encoding="utf-8").splitlines()
-    for line in lines:
-        try:
-            good.append(json.loads(line))
-        except json.JSONDecodeError:
-            log.warning("%s: dropping an unreadable line (a killed run?): %r", path, line[:80])
-    if len(good) != len([x for x in lines if x.strip()]):
-        _atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good))
-    return good
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    """The finished seed records; the torn last line of a killed run is dropped from the file, any other
+    unreadable line is skipped with a warning."""
+    repair_jsonl(path)
+    return read_jsonl(path)
 
 
 # -- stats --------------------------------------------------------------------------------------------
@@ -174,8 +159,8 @@ async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None,
         gseeds, skipped = grounded_seeds(task, path)
         seeds: list[Any] = gseeds[:n]
         if corpus is None and retriever is None:
+            from agentic_infer.tasks._multihop import pooled
             from agentic_infer.tools.retrieval.bm25 import BM25Index
-            from eval.tasks._multihop import pooled
 
             retriever = BM25Index.from_documents(pooled(path))
         source = f"grounded:{task}:{path.name}"
@@ -203,10 +188,9 @@ async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None,
     prov_path, qa_path = out / "provenance.jsonl", out / "qa.jsonl"
     records = read_records(prov_path)
     done = {r["seed_id"] for r in records}
-    _atomic_write(qa_path, "".join(json.dumps(r["qa"], ensure_ascii=False) + "\n" for r in records if r.get("qa")))
+    write_jsonl(qa_path, (r["qa"] for r in records if r.get("qa")))
     todo = [s for s in seeds if (s.id if isinstance(s, Document) else s.seed_id) not in done]
     log.info("fuzzqa: %d seeds, %d already done, %d to run", len(seeds), len(seeds) - len(todo), len(todo))
-    limit = asyncio.Semaphore(cfg.concurrency)
 
     def write_stats() -> dict[str, Any]:
         stats = {"source": source, "mode": "grounded" if grounded else "ungrounded", "n": n,
@@ -214,24 +198,24 @@ async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None,
                  "llm_requests": policy.requests, "judge_calls": getattr(judge, "calls", 0),
                  "backend_calls": getattr(policy.llm, "misses", None), "resumed_seeds": len(done),
                  "wall_s": round(time.perf_counter() - t0, 1), "config": _config_dict(cfg)}
-        _atomic_write(out / "stats.json", json.dumps(stats, indent=2, ensure_ascii=False))
+        with atomic_open(out / "stats.json") as f:
+            f.write(json.dumps(stats, indent=2, ensure_ascii=False))
         return stats
 
     async def one(seed: Any) -> None:
-        async with limit:
-            rec: SeedRecord = await (fz.run_seed(seed) if isinstance(seed, Document) else fz.run_grounded(seed))
+        rec: SeedRecord = await (fz.run_seed(seed) if isinstance(seed, Document) else fz.run_grounded(seed))
         row = rec.to_dict()
         final: Version | None = rec.versions[rec.final] if rec.final is not None else None
         row["qa"] = qa_row(final, seed_id=rec.seed_id, source=source) if final else None
-        _append(prov_path, row)
+        append_jsonl(prov_path, row, fsync=True)
         if row["qa"]:
-            _append(qa_path, row["qa"])
+            append_jsonl(qa_path, row["qa"], fsync=True)
         records.append(row)
         write_stats()
         if on_seed is not None:
             on_seed(row)
 
-    await asyncio.gather(*(one(s) for s in todo))
+    await gather_bounded(one, todo, cfg.concurrency)
     return write_stats()
 
 

@@ -10,8 +10,9 @@
     agentic synth rollouts --task hotpotqa --data FILE --engine direct --backend llamacpp://default --out DIR
     agentic synth filter --in DIR --filters correct --filters accuracy_band --out DIR2
 
-Modules: `records` (how examples and Trajectories ride in datatrove Documents), `steps` (the steps),
-`filters` (the filters as plain functions, `FILTERS`), `config` (the YAML schema), `run` (build and run;
+Modules: `records` (how examples and Trajectories ride in datatrove Documents), the steps in datatrove's
+layout (`readers`, `rollout`, `judge`, `filter_step`, `writers`), `filters` (the filters as plain functions,
+`FILTERS`), `config` (the YAML schema), `run` (build and run;
 stats.json; resume), `card` (the dataset card). LLM requests go through `agentic_infer.backends.cache.CachedLLM`.
 Not covered here: demonstrations from gold decompositions, rejection-sampled SFT sets, exports and fuzzed QA
 (their own modules of `synth/`).
@@ -25,9 +26,13 @@ from synth.pipeline.config import (
     RolloutConfig,
     WriterConfig,
 )
+from synth.pipeline.filter_step import FilterStep
 from synth.pipeline.filters import FILTERS, get_filter
+from synth.pipeline.judge import JudgeStep
+from synth.pipeline.readers import Reader
+from synth.pipeline.rollout import RolloutStep
 from synth.pipeline.run import build_steps, run_pipeline
-from synth.pipeline.steps import FilterStep, JudgeStep, Reader, RolloutStep, TrajectoryWriter
+from synth.pipeline.writers import TrajectoryWriter
 
 __all__ = ["FILTERS", "ExecutorConfig", "FilterStep", "JudgeConfig", "JudgeStep", "PipelineConfig", "Reader",
            "ReaderConfig", "RolloutConfig", "RolloutStep", "TrajectoryWriter", "WriterConfig", "build_steps",

@@ -5,7 +5,7 @@
 ```yaml
 out: runs/hotpot-sft            # output directory (trajectories/, dropped/, stats.json, README.md, cache/)
 reader: {kind: task, task: hotpotqa, path: ../shared/data/multihop/hotpotqa_train_100.json, limit: 20}
-rollout: {engine: direct, backend: "llamacpp://default", samples: 4, max_tokens: 64, temperature: 0.7}
+rollout: {engine: direct, backend: "llamacpp://default", samples: 4, settings: {sampling: {max_tokens: 64, temperature: 0.7}}}
 judge: {metrics: [em, f1, {name: judge_acc, backend: "openai://HOST:8000/v1?model=M", verdict: json}]}
 filters:                        # in order; each `{name: NAME, ...options}` (see synth.pipeline.filters)
   - {name: correct, metric: em}
@@ -24,14 +24,15 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_infer.config import parse_overrides, renamed
 from agentic_infer.errors import ConfigError
 from synth.pipeline.filters import get_filter
-from synth.pipeline.steps import READER_KINDS
+from synth.pipeline.readers import READER_KINDS
 
 
 @dataclass
 class ReaderConfig:
-    """Where the items come from (see `synth.pipeline.steps.Reader`)."""
+    """Where the items come from (see `synth.pipeline.readers.Reader`)."""
 
     kind: str = "task"  # task | jsonl | parquet | hf | corpus | trajectories
     path: str = ""
@@ -46,25 +47,25 @@ class ReaderConfig:
             raise ConfigError(f"reader.limit={self.limit!r}: must be an integer >= 1 (or null for all)")
 
 
+@renamed(max_tokens="settings.sampling.max_tokens", temperature="settings.sampling.temperature",
+         seed="settings.sampling.seed", options=("settings", "the engine's config overrides"))
 @dataclass
 class RolloutConfig:
-    """Which engine on which backend, k samples per item (see `synth.pipeline.steps.RolloutStep`)."""
+    """Which engine on which backend, k samples per item (see `synth.pipeline.rollout.RolloutStep`); `settings` are
+    the engine's config overrides (as `agentic run --set`: `{max_searches: 3, sampling: {temperature: 0.7}}`)."""
 
     engine: str = "direct"
     backend: str = "llamacpp://default"
     task: str | None = None  # prompts and answer extraction; default: reader.task
     samples: int = 1
-    max_tokens: int = 512
-    temperature: float | None = None
-    seed: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 8
-    options: dict[str, Any] = field(default_factory=dict)  # the engine's own options (eval's --opt)
-    index: str | None = None  # for engines that search: a built index directory, or eval's corpora:
+    index: str | None = None  # for engines that search: a built index directory, or a corpus:
     #                           per-question (each example's own paragraphs), pooled, wiki-vital
     cache: bool = True  # per-request LLM cache in OUT/cache/llm.sqlite3
 
     def __post_init__(self) -> None:
-        for name in ("samples", "max_tokens", "concurrency"):
+        for name in ("samples", "concurrency"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"rollout.{name}={v!r}: must be an integer >= 1")
@@ -73,15 +74,16 @@ class RolloutConfig:
 @dataclass
 class JudgeConfig:
     """Verdicts into `Trajectory.rewards`: each entry of `metrics` is a verify metric's name (`em`, `f1`, ...)
-    or an LLM judge `{name: judge_acc, backend: URI, verdict: json|yes-no}` (eval's judges, see
-    `synth.pipeline.steps.JudgeStep`; its verdicts cached in OUT/cache/judge-<name>.sqlite3)."""
+    or an LLM judge `{name: judge_acc, backend: URI, verdict: json|yes-no}` (built by
+    `agentic_infer.engines.judge.make_judge`, see `synth.pipeline.judge.JudgeStep`; its verdicts cached in
+    OUT/cache/judge-<name>.sqlite3)."""
 
     metrics: tuple[Any, ...] = ("em",)
     concurrency: int = 8  # LLM-judge calls at once
 
     def __post_init__(self) -> None:
         from agentic_infer.verify import METRICS
-        from synth.pipeline.steps import check_judge_spec
+        from synth.pipeline.judge import check_judge_spec
 
         self.metrics = tuple(self.metrics)
         bad = [m for m in self.metrics if isinstance(m, str) and m not in METRICS]
@@ -100,7 +102,7 @@ class JudgeConfig:
 
     @property
     def judge_specs(self) -> list[dict[str, Any]]:
-        from synth.pipeline.steps import check_judge_spec
+        from synth.pipeline.judge import check_judge_spec
 
         return [check_judge_spec(m) for m in self.metrics if not isinstance(m, str)]
 
@@ -132,17 +134,12 @@ class ExecutorConfig:
 def parse_filter(item: Any) -> dict[str, Any]:
     """A filter entry: a mapping `{name: NAME, option: value}` or a string `NAME` / `NAME:key=value,key=value`."""
     if isinstance(item, str):
-        import yaml
-
         name, _, rest = item.partition(":")
-        opts: dict[str, Any] = {}
-        for part in filter(None, rest.split(",")):
-            k, sep, v = part.partition("=")
-            if not sep:
-                raise ConfigError(f"--filters {item!r}: expected NAME or NAME:key=value,key=value "
-                                  "(e.g. length:max_tokens=512)")
-            opts[k.strip()] = yaml.safe_load(v)
-        item = {"name": name.strip(), **opts}
+        parts = [p for p in rest.split(",") if p]
+        if any("=" not in p for p in parts):
+            raise ConfigError(f"--filters {item!r}: expected NAME or NAME:key=value,key=value "
+                              "(e.g. length:max_tokens=512)")
+        item = {"name": name.strip(), **parse_overrides(parts)}
     if not isinstance(item, dict) or "name" not in item:
         raise ConfigError(f"filters entry {item!r}: expected {{name: NAME, ...options}} or 'NAME:key=value'")
     spec = get_filter(item["name"])

@@ -1,5 +1,5 @@
 """Filters as plain functions: each returns `True` (keep) or `(False, reason)`; the pipeline's `filter` step
-wraps them (`synth.pipeline.steps.FilterStep`), counts every reason and writes the dropped records with it.
+wraps them (`synth.pipeline.filter_step.FilterStep`), counts every reason and writes the dropped records with it.
 
     from synth.pipeline.filters import correct, accuracy_band
     correct(traj, metric="em")                  # True, or (False, "incorrect:em") / (False, "unjudged:em")
@@ -231,10 +231,10 @@ def eval_questions(spec: str) -> list[str]:
     records hold `question` or `problem`."""
     task, sep, path = spec.partition(":")
     if sep and not Path(spec).exists():
-        from eval.tasks import get_task
+        from agentic_infer.tasks import get_task
 
         return [str(ex["question"]) for ex in get_task(task).load(path)]
-    from eval.tasks.base import read_rows
+    from agentic_infer.tasks.base import read_rows
 
     p = Path(spec)
     if not p.exists():

@@ -53,10 +53,6 @@ def doc_trajectory(doc: Document) -> Trajectory:
     return Trajectory.from_dict(doc.metadata["trajectory"])
 
 
-def set_trajectory(doc: Document, traj: Trajectory) -> None:
-    doc.metadata["trajectory"] = traj.to_dict()
-
-
 def groups(docs: Iterable[Document]) -> Iterator[list[Document]]:
     """Consecutive Documents of one group (trajectories sharing a `group_id`; each input item alone)."""
     batch: list[Document] = []

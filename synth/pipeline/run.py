@@ -29,8 +29,13 @@ from typing import Any
 
 from agentic_infer.config import config_to_dict
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import atomic_open, iter_jsonl, read_jsonl
 from synth.pipeline.config import PipelineConfig
-from synth.pipeline.steps import FilterStep, JudgeStep, Reader, RolloutStep, TrajectoryWriter, parquet_writer
+from synth.pipeline.filter_step import FilterStep
+from synth.pipeline.judge import JudgeStep
+from synth.pipeline.readers import Reader
+from synth.pipeline.rollout import RolloutStep
+from synth.pipeline.writers import TrajectoryWriter, parquet_writer
 
 log = logging.getLogger(__name__)
 OUTPUTS = ("trajectories", "dropped", "parquet", "dataset", "stats.json", "README.md")
@@ -60,8 +65,7 @@ def build_steps(cfg: PipelineConfig, **rollout_kwargs: Any) -> list[Any]:
     if cfg.rollout is not None:
         ro = cfg.rollout
         steps.append(RolloutStep(engine=ro.engine, backend=ro.backend, task=ro.task or "", samples=ro.samples,
-                                 max_tokens=ro.max_tokens, temperature=ro.temperature, seed=ro.seed,
-                                 concurrency=ro.concurrency, options=ro.options, index=ro.index, data=r.path,
+                                 settings=ro.settings, concurrency=ro.concurrency, index=ro.index, data=r.path,
                                  cache_path=str(out / "cache" / "llm.sqlite3") if ro.cache else None,
                                  progress=progress, **rollout_kwargs))
     if cfg.judge is not None:
@@ -135,7 +139,6 @@ def merge_stats(logs: Path) -> list[dict[str, Any]]:
 
 
 def read_trajectories(out: Path) -> list[Any]:
-    from agentic_infer.runner import read_jsonl
     from agentic_infer.types import Trajectory
 
     return [t for f in sorted((out / "trajectories").glob("*.jsonl")) for t in read_jsonl(f, Trajectory.from_json)]
@@ -146,13 +149,11 @@ def first_trajectory(out: Path) -> list[Any]:
     from agentic_infer.types import Trajectory
 
     for f in sorted((out / "trajectories").glob("*.jsonl")):
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        return [Trajectory.from_json(line)]
-                    except (KeyError, TypeError, ValueError):  # input items written without a rollout
-                        return []
+        for _, rec in iter_jsonl(f, "one Trajectory a line", skip_bad=True):
+            try:
+                return [Trajectory.from_dict(rec)]
+            except (KeyError, TypeError, ValueError):  # input items written without a rollout
+                return []
     return []
 
 
@@ -185,9 +186,8 @@ def run_pipeline(cfg: PipelineConfig, **rollout_kwargs: Any) -> dict[str, Any]:
             from synth.pipeline.card import write_card
 
             write_card(out, cfg, summary, first_trajectory(out))
-    tmp = out / "stats.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False))
-    tmp.replace(out / "stats.json")
+    with atomic_open(out / "stats.json") as f:
+        f.write(json.dumps(summary, indent=2, ensure_ascii=False))
     return summary
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agentic_infer.config import build_config, config_to_dict, parse_overrides
+from agentic_infer.config import build_config, config_to_dict, parse_overrides, renamed
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import SamplingParams
 
@@ -74,3 +74,28 @@ def test_a_partial_nested_override_keeps_the_nested_default():
 
     cfg = build_config(Engine, overrides=["sampling.temperature=0.2"])
     assert cfg.sampling == SamplingParams(max_tokens=2048, temperature=0.2, top_p=0.8)
+
+
+@renamed(depth=("k", "documents per search"), temp="sampling.temperature")
+@dataclass(frozen=True)
+class Tool:
+    k: int = 3
+    sampling: SamplingParams = SamplingParams()
+
+
+@dataclass(frozen=True)
+class Outer:
+    tool: Tool = Tool()
+
+
+def test_a_renamed_setting_names_the_new_key_wherever_it_is_given(tmp_path):
+    (tmp_path / "c.yaml").write_text("tool:\n  depth: 2\n")
+    for make in (lambda: Tool(depth=2), lambda: build_config(Tool, overrides=["depth=2"])):
+        with pytest.raises(ConfigError, match="'depth' is renamed 'k' \\(documents per search\\): set k=VALUE"):
+            make()
+    with pytest.raises(ConfigError, match="--config .*'tool.depth' is renamed 'tool.k'"):  # nested, from a file
+        build_config(Outer, file=tmp_path / "c.yaml")
+    with pytest.raises(ConfigError, match="'tool.temp' is renamed 'tool.sampling.temperature'") as e:
+        build_config(Outer, overrides=["tool.temp=0.1"])
+    assert "is now only" not in str(e.value)  # no sampling field of that name to point at
+    assert build_config(Outer, overrides=["tool.k=2"]).tool.k == 2 and Tool(k=4).k == 4

@@ -62,7 +62,7 @@ class Batches(InMemoryRetriever):
 
 
 def make_engine(llm=None, retriever=None):
-    return SearchO1(llm or FakeLLM(policy), retriever or InMemoryRetriever(DOCS), rid_llm=FakeLLM(rid_policy), top_k=2)
+    return SearchO1(llm or FakeLLM(policy), retriever or InMemoryRetriever(DOCS), rid_llm=FakeLLM(rid_policy), k=2)
 
 
 EXAMPLES = [{"id": f"x{i}", "question": f"q{i}"} for i in range(9)]

@@ -14,11 +14,11 @@ from tests.conftest import shared_data
 GSM8K = "math/gsm8k_test.jsonl"
 GAME24 = "puzzles/game24_ranked_1_900.csv"
 CASES = {
-    "cot": ("gsm8k", GSM8K, dict(max_tokens=48)),
-    "tir": ("gsm8k", GSM8K, dict(max_tokens=48)),
-    "deepconf": ("gsm8k", GSM8K, dict(max_tokens=32, samples=2)),
-    "lats": ("game24", GAME24, dict(max_tokens=32, engine_options={"budget": {"tokens": 600, "iterations": 2}})),
-    "rap": ("game24", GAME24, dict(max_tokens=32, engine_options={"iterations": 1, "n_actions": 2})),
+    "cot": ("gsm8k", GSM8K, dict(settings={"sampling": {"max_tokens": 48}})),
+    "tir": ("gsm8k", GSM8K, dict(settings={"sampling": {"max_tokens": 48}})),
+    "deepconf": ("gsm8k", GSM8K, dict(settings={"sampling": {"max_tokens": 32}}, samples=2)),
+    "lats": ("game24", GAME24, dict(settings={"sampling": {"max_tokens": 32}, "budget": {"tokens": 600, "iterations": 2}})),
+    "rap": ("game24", GAME24, dict(settings={"sampling": {"max_tokens": 32}, "iterations": 1, "n_actions": 2})),
 }
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from agentic_infer.engines.registry import ENGINES
 from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.testing import FakeLLM
-from eval.engines import ENGINES
 from eval.runner import RunConfig, run_eval
 from eval.summary import read_results
 from tests.eval.test_fakellm_golden import search_policy as search_o1_script  # search once, read, answer; RiD
@@ -47,7 +47,7 @@ async def test_kill_between_rollout_and_row_loses_nothing_and_duplicates_nothing
     """A kill after run_many wrote a rollout and before its row: the rerun writes the row from the rollout."""
     import eval.runner
 
-    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", max_tokens=256)
+    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", settings={"sampling": {"max_tokens": 256}})
     await run_eval(RunConfig(out=str(tmp_path / "a"), **base), llm=FakeLLM(search_o1_script), progress=False)
     rows_a = read_results(tmp_path / "a" / "results.jsonl")
 
@@ -79,7 +79,8 @@ async def test_kill_between_rollout_and_row_loses_nothing_and_duplicates_nothing
 
 
 async def test_resumed_run_equals_uninterrupted(hq, tmp_path):
-    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", concurrency=2, max_tokens=256)
+    base = dict(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", concurrency=2,
+                settings={"sampling": {"max_tokens": 256}})
     full = await run_eval(RunConfig(out=str(tmp_path / "a"), **base), llm=FakeLLM(search_o1_script), progress=False)
     assert full["n"] == 8 and full["complete"]
     rows_a = read_results(tmp_path / "a" / "results.jsonl")
@@ -141,8 +142,9 @@ async def test_changed_config_is_refused(hq, tmp_path):
     out = str(tmp_path / "c")
     await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, limit=2),
                    llm=FakeLLM(reply="\\boxed{x}"), progress=False)
-    with pytest.raises(ConfigError, match=r"different config \(differs in \['max_tokens'\]\)"):
-        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, max_tokens=7),
+    with pytest.raises(ConfigError, match=r"different config \(differs in \['engine_config.sampling.max_tokens'\]\)"):
+        await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out,
+                                 settings={"sampling": {"max_tokens": 7}}),
                        llm=FakeLLM(reply="\\boxed{x}"), progress=False)
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="direct", out=out, limit=5),
                        llm=FakeLLM(reply="\\boxed{x}"), progress=False)  # a larger limit extends the run
@@ -217,7 +219,7 @@ async def test_judge_added_to_a_finished_run_without_regenerating(hq, tmp_path):
                        progress=False)
     assert s["metrics"]["judge_acc"]["mean"] == 0.0
     assert {r["judged_by"] for r in read_results(out / "results.jsonl")} == {"EquivalenceJudge:fake"}
-    with pytest.raises(ConfigError, match="--judge-verdict 'xml'"):
+    with pytest.raises(ConfigError, match="judge verdict 'xml': choose one of json, yes-no"):
         RunConfig(task="hotpotqa", data=str(hq), judge_verdict="xml")
 
 
@@ -254,7 +256,7 @@ async def test_kill_between_the_judged_rollouts_and_rows_costs_no_second_verdict
 
 
 async def test_engine_and_corpus_errors(hq, tmp_path):
-    with pytest.raises(ConfigError, match="pass --index DIR or --corpus"):
+    with pytest.raises(ConfigError, match=r"searches: give an index \(--index DIR\) or a corpus"):
         await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", out=str(tmp_path / "x")),
                        llm=FakeLLM(reply=""), progress=False)
     with pytest.raises(ConfigError, match="has no per-question paragraphs"):
@@ -270,7 +272,7 @@ async def test_engine_and_corpus_errors(hq, tmp_path):
 
 async def test_pooled_corpus_search(hq, tmp_path):
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="pooled", limit=3,
-                                 out=str(tmp_path / "p"), max_tokens=256), llm=FakeLLM(search_o1_script), progress=False)
+                                 out=str(tmp_path / "p"), settings={"sampling": {"max_tokens": 256}}), llm=FakeLLM(search_o1_script), progress=False)
     assert s["totals"]["search_calls_per_question"]["mean"] == 1.0 and s["corpus"] == "pooled"
 
 
@@ -282,7 +284,7 @@ async def test_tir_engine_runs_code(tmp_path):
         tail = prompt.rsplit("<|im_start|>assistant", 1)[-1]
         return "\\boxed{9}" if "9" in tail else "```python\nprint(16-3-4)\n```"
 
-    s = await run_eval(RunConfig(task="gsm8k", data=str(data), engine="tir", out=str(tmp_path / "t"), max_tokens=128),
+    s = await run_eval(RunConfig(task="gsm8k", data=str(data), engine="tir", out=str(tmp_path / "t"), settings={"sampling": {"max_tokens": 128}}),
                        llm=FakeLLM(policy), progress=False)
     assert s["metrics"]["math_equal"]["mean"] == 1.0 and s["totals"]["tool_calls"]["sum"] == 1
 
@@ -291,8 +293,8 @@ async def test_tir_engine_runs_code(tmp_path):
 async def test_tree_engines_run_on_game24(tmp_path, engine):
     data = tmp_path / "g24.csv"
     data.write_text("Rank,Puzzles\n1,4 6 1 1\n")
-    s = await run_eval(RunConfig(task="game24", data=str(data), engine=engine, out=str(tmp_path / engine), max_tokens=64,
-                                 engine_options={"iterations": 2}), llm=FakeLLM(lambda p: "4 * 6 = 24\nScore: 7"),
+    s = await run_eval(RunConfig(task="game24", data=str(data), engine=engine, out=str(tmp_path / engine),
+                                 settings={"iterations": 2}), llm=FakeLLM(lambda p: "4 * 6 = 24\nScore: 7"),
                        progress=False)
     row = read_results(tmp_path / engine / "results.jsonl")[0]
     assert s["n"] == 1 and "game24_valid" in row["metrics"] and row["llm_calls"] >= 1 and "tree" in row
@@ -326,7 +328,7 @@ async def test_first_query_option_forces_a_search_for_the_question(hq, tmp_path)
         return "The answer is \\boxed{Rush}"
 
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question", limit=2,
-                                 out=str(tmp_path / "f"), max_tokens=256, engine_options={"first_query": "question"}),
+                                 out=str(tmp_path / "f"), settings={"sampling": {"max_tokens": 256}, "first_query": "question"}),
                        llm=FakeLLM(policy), progress=False)
     assert s["totals"]["search_calls_per_question"]["mean"] == 1.0 and s["metrics"]["em"]["mean"] == 0.5
     [traj] = _rollouts(tmp_path / "f")[0]["trajectories"]
@@ -334,7 +336,7 @@ async def test_first_query_option_forces_a_search_for_the_question(hq, tmp_path)
     assert traj["usage"]["llm_calls"] == 2  # Reason-in-Documents and the answer: no call for the forced query
     with pytest.raises(ConfigError, match="first_query='x'"):
         await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", corpus="per-question",
-                                 out=str(tmp_path / "g"), engine_options={"first_query": "x"}), llm=FakeLLM(policy),
+                                 out=str(tmp_path / "g"), settings={"first_query": "x"}), llm=FakeLLM(policy),
                        progress=False)
 
 
@@ -345,7 +347,7 @@ async def test_prebuilt_index(hq, tmp_path):
     docs = [Document(id=f"d{i}", title="Rush", text=f"Rush recorded song number {i}.") for i in range(8)]
     build_index(docs, out=tmp_path / "idx", kind="bm25")
     s = await run_eval(RunConfig(task="hotpotqa", data=str(hq), engine="search-o1", index=str(tmp_path / "idx"),
-                                 limit=2, out=str(tmp_path / "i"), max_tokens=256), llm=FakeLLM(search_o1_script),
+                                 limit=2, out=str(tmp_path / "i"), settings={"sampling": {"max_tokens": 256}}), llm=FakeLLM(search_o1_script),
                        progress=False)
     assert s["corpus"].startswith("index:") and s["totals"]["search_calls_per_question"]["mean"] == 1.0
     with pytest.raises(ConfigError, match="not both"):

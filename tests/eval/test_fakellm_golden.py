@@ -58,17 +58,17 @@ def counting_policy():
 RUNS = {
     "direct": (dict(task="hotpotqa", engine="direct"), lambda: FakeLLM(reply="\\boxed{Rush}")),
     "cot_samples": (dict(task="hotpotqa", engine="cot", samples=3), counting_policy),
-    "search_o1": (dict(task="hotpotqa", engine="search-o1", corpus="per-question", max_tokens=256),
+    "search_o1": (dict(task="hotpotqa", engine="search-o1", corpus="per-question", settings={"sampling": {"max_tokens": 256}}),
                   lambda: FakeLLM(search_policy)),
-    "search_o1_first_query": (dict(task="hotpotqa", engine="search-o1", corpus="per-question", max_tokens=256,
-                                   engine_options={"first_query": "question"}),
+    "search_o1_first_query": (dict(task="hotpotqa", engine="search-o1", corpus="per-question",
+                                   settings={"sampling": {"max_tokens": 256}, "first_query": "question"}),
                               lambda: FakeLLM(lambda p: "**Final Information**\nRush." if "**Searched Documents:**" in p
                                               else "The answer is \\boxed{Rush}")),
-    "tir": (dict(task="gsm8k", engine="tir", max_tokens=128), lambda: FakeLLM(tir_policy)),
-    "deepconf": (dict(task="gsm8k", engine="deepconf", samples=4, max_tokens=64), counting_policy),
-    "lats": (dict(task="game24", engine="lats", max_tokens=64, engine_options={"iterations": 2}),
+    "tir": (dict(task="gsm8k", engine="tir", settings={"sampling": {"max_tokens": 128}}), lambda: FakeLLM(tir_policy)),
+    "deepconf": (dict(task="gsm8k", engine="deepconf", samples=4, settings={"sampling": {"max_tokens": 64}}), counting_policy),
+    "lats": (dict(task="game24", engine="lats", settings={"iterations": 2}),
              lambda: FakeLLM(lambda p: "4 * 6 = 24\nScore: 7")),
-    "rap": (dict(task="game24", engine="rap", max_tokens=64, engine_options={"iterations": 2}),
+    "rap": (dict(task="game24", engine="rap", settings={"iterations": 2}),
             lambda: FakeLLM(lambda p: "4 * 6 = 24\nScore: 7")),
 }
 

@@ -4,10 +4,10 @@ import pytest
 
 from agentic_infer.engines.judge import YesNoEquivalenceJudge
 from agentic_infer.errors import ConfigError
+from agentic_infer.tasks import get_task
 from agentic_infer.testing import FakeLLM
 from agentic_infer.verify import MetricJudge
 from eval.judge_agreement import judge_agreement, labelled_pairs, roc_auc
-from eval.tasks import get_task
 from tests.conftest import shared_data
 
 EXAMPLES = [{"question": f"q{i}", "gold": [f"answer {i}"] + ([f"alias {i}"] if i % 3 == 0 else [])} for i in range(12)]

@@ -17,13 +17,14 @@ from tests.eval.test_eval_runner import HOTPOT, search_o1_script
 async def test_report_renders(tmp_path):
     data = tmp_path / "hq.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in HOTPOT), encoding="utf-8")
-    base = dict(task="hotpotqa", data=str(data), max_tokens=256)
+    base = dict(task="hotpotqa", data=str(data), settings={"sampling": {"max_tokens": 256}})
     await run_eval(RunConfig(engine="direct", out=str(tmp_path / "direct"), **base), llm=FakeLLM(reply="\\boxed{Yes}"),
                    progress=False)
     await run_eval(RunConfig(engine="search-o1", corpus="per-question", out=str(tmp_path / "so1"), **base),
                    llm=FakeLLM(search_o1_script), progress=False)
     answers = itertools.cycle(["\\boxed{Rush}", "\\boxed{Yes}", "\\boxed{Yes}", "\\boxed{Rush}"])
-    await run_eval(RunConfig(engine="cot", samples=4, temperature=0.7, out=str(tmp_path / "sampled"), **base),
+    await run_eval(RunConfig(engine="cot", samples=4, out=str(tmp_path / "sampled"),
+                             **{**base, "settings": {"sampling": {"max_tokens": 256, "temperature": 0.7}}}),
                    llm=FakeLLM(lambda p: next(answers)), progress=False)
     paths = write_report([tmp_path / "direct", tmp_path / "so1", tmp_path / "sampled"], out=tmp_path / "r" / "report.html")
     names = {p.name for p in paths}

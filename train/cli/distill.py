@@ -1,4 +1,5 @@
-"""`agentic train distill` / `agentic train distill-eval`: the whole distillation loop on CPU, resumable by stage."""
+"""`agentic train distill` (the whole distillation loop on CPU, resumable by stage) and `agentic train distill-spec`
+(the `agentic eval compare` spec of its policies: `make distill-eval` runs it)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,20 @@ def distill(quick: Quick = False, out: Out = None, config: ConfigFile = None, se
     typer.echo(result["gguf"])
 
 
-@train_app.command("distill-eval")
-def distill_eval(limit: Annotated[Optional[int], typer.Option(help="Only the first N questions per dev file.")] = None,  # noqa: UP007
-                 out: Out = None, config: ConfigFile = None, set_: Set = None, show_config: ShowConfig = False,
-                 dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the eval commands only.")] = False,
-                 policy: Annotated[Optional[list[str]], typer.Option("--policy", help="Only this policy: base, sft or distilled (repeatable; default all three).")] = None,  # noqa: UP007
+@train_app.command("distill-spec")
+def distill_spec(out: Out = None, config: ConfigFile = None, set_: Set = None, show_config: ShowConfig = False,
+                 path: Annotated[Optional[Path], typer.Option("--path", help="Where to write it (default OUT/compare.yaml).")] = None,  # noqa: UP007
                  ) -> None:
-    """Base (demo prompting help) vs distilled (plain prompt) with Search-o1 over per-question BM25 on the dev files."""
-    from train.distill.evaluate import POLICIES, run_distill_eval
+    """Write the `agentic eval compare` spec of the recipe's policies (base, SFT-only, distilled) and print its path."""
+    from train.distill.evaluate import write_compare_spec
 
-    run_distill_eval(_settings(config, set_, out, False, show_config), limit=limit, echo=typer.echo, dry_run=dry_run,
-                     only=tuple(policy) if policy else POLICIES)
+    typer.echo(str(write_compare_spec(_settings(config, set_, out, False, show_config), path)))
+
+
+@train_app.command("distill-eval", hidden=True)
+def distill_eval() -> None:
+    """Moved: `make distill-eval`, i.e. `agentic train distill-spec` then `agentic eval compare SPEC`."""
+    from agentic_infer.errors import ConfigError
+
+    raise ConfigError("`agentic train distill-eval` moved to eval: run `make distill-eval`, or `agentic train "
+                      "distill-spec` then `agentic eval compare runs/distill/compare.yaml [--limit N] [--policy NAME]`")

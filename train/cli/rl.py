@@ -36,8 +36,11 @@ def grpo(
                     vllm_gpus=vllm_gpus, model=_served(settings.model))
         return
     from train.grpo.run import train_grpo
+    from train.precision import resolve_compute
 
-    result = train_grpo(settings)
+    compute = resolve_compute(settings.precision, settings.threads)
+    typer.echo(f"training with {compute}", err=True)
+    result = train_grpo(settings, compute=compute)
     typer.echo(f"trained {result['steps']} steps -> {result['out']}" + (f", {result['gguf']}" if result["gguf"] else ""))
 
 

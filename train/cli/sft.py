@@ -31,7 +31,7 @@ def emit_launch(command: str, settings: Any, *, gpus: int, strategy: str, nodes:
     cfg = folder / "settings.yaml"
     cfg.write_text(yaml.safe_dump(config_to_dict(settings), sort_keys=False, allow_unicode=True))
     res = write_launch(folder, command, gpus=gpus, strategy=strategy, nodes=nodes, vllm_gpus=vllm_gpus, model=model,
-                       train_args=["--config", str(cfg)])
+                       train_args=["--config", str(cfg)], precision=settings.precision)
     for f in [str(cfg), *res["files"]]:
         typer.echo(f"# wrote {f}", err=True)
     for c in res["commands"]:
@@ -68,6 +68,10 @@ def sft(
     if print_launch:
         emit_launch("sft", settings, gpus=gpus, strategy=strategy, nodes=nodes)
         return
-    result = train_sft(settings)
+    from train.precision import resolve_compute
+
+    compute = resolve_compute(settings.precision, settings.threads)
+    typer.echo(f"training with {compute}", err=True)
+    result = train_sft(settings, compute=compute)
     typer.echo(f"trained {result.steps} steps on {result.rows} rows ({result.tokens} trained tokens) in "
                f"{result.train_seconds:.1f} s -> {result.out}" + (f", {result.gguf}" if result.gguf else ""))

@@ -9,7 +9,7 @@ showed: a demonstration must not teach answering from memory), length-bounded, c
 
 The scripted turns, the gold plans and the verification are `synth.demos`' (`script`, `gold_plan`,
 `verify_demo`); the only difference from `synth.demos.build_demo` is the engine's settings: `rid=False`,
-`top_k`, `passage_chars` and `max_searches` exactly as `plain_options` gives them to eval, so the
+`k`, `passage_chars` and `max_searches` exactly as `plain_options` gives them to eval, so the
 trained prompt and observations are what `agentic eval run --engine search-o1` shows the policy.
 `hotpotqa_train_evidence_500.jsonl` carries evidence sentences but no titled paragraphs: each record is
 turned into a HotpotQA record (a title guessed from each sentence's subject, one supporting fact per
@@ -18,7 +18,6 @@ sentence) whose corpus is its own sentences plus a few other records' sentences 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.engines.search_o1 import SearchO1, plain_options
+from agentic_infer.runner import iter_jsonl
 from agentic_infer.tools.retrieval.bm25 import BM25Index
 from agentic_infer.tools.retrieval.corpus import question_paragraphs
 from agentic_infer.types import SamplingParams, Trajectory
@@ -45,7 +45,7 @@ def _subject(sentence: str, i: int) -> str:
 
 def evidence_records(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """HotpotQA-style examples from the evidence-sentence file (see the module docstring)."""
-    raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    raw = [rec for _, rec in iter_jsonl(path, "HotpotQA records with evidence sentences, one a line")]
     raw = raw[:limit] if limit else raw
     out = []
     for n, rec in enumerate(raw):
@@ -70,7 +70,7 @@ def evidence_records(path: Path, limit: int | None = None) -> list[dict[str, Any
 def load_train_questions(sources: Sequence[tuple[str, str]], data_dir: str | Path, *,
                          limit: int | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """[(source file, examples)] for `(task, file)` pairs; `limit` questions per file."""
-    from eval.tasks import get_task
+    from agentic_infer.tasks import get_task
 
     out = []
     for task, name in sources:
@@ -84,7 +84,7 @@ def load_train_questions(sources: Sequence[tuple[str, str]], data_dir: str | Pat
 
 def dev_questions(data_dir: str | Path) -> set[str]:
     """Normalised question texts of the dev files (for the leak check)."""
-    from eval.tasks import get_task
+    from agentic_infer.tasks import get_task
 
     qs: set[str] = set()
     for name, task in zip(DEV_FILES, ("hotpotqa", "musique", "2wiki")):

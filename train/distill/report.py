@@ -1,4 +1,5 @@
-"""The distill recipe's `report.md`: what each stage did and how long it took, the data per source, the SFT loss
+"""The distill recipe's `report.md`: what each stage did (SFT and GRPO: at which resolved precision) and how long it
+took, the data per source, the SFT loss
 curve and the GRPO stage's reward, zero-std share and entropy per step (tables, and PNG plots beside the report
 when matplotlib is installed: `pip install 'agentic-infer[report]'`).
 
@@ -18,7 +19,7 @@ def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
     rs = data.get("rejection_sampling", {})
     timings = grpo.get("rollout_timings", {})
     return {
-        "data": f"{data.get('verified')} verified rows: scripted demonstrations (plain Search-o1 prompt, top-{s.top_k} "
+        "data": f"{data.get('verified')} verified rows: scripted demonstrations (plain Search-o1 prompt, top-{s.k} "
                 f"raw passages cut to {s.passage_chars} chars) + {rs.get('kept', 0)} of {rs.get('samples', 0)} "
                 f"rejection-sampled rollouts of the base on {rs.get('questions', 0)} questions; dev-overlap questions "
                 f"dropped: {data.get('dev_overlap_dropped')} (checked against {data.get('dev_questions_checked')} "
@@ -26,12 +27,12 @@ def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
         "filter": f"{filt.get('rows')} rows ({filt.get('rejection_sampled_rows', 0)} sampled), {filt.get('tokens')} "
                   f"tokens (mean {filt.get('mean_row_tokens')}, max {filt.get('max_row_tokens')} <= {s.max_length}); "
                   f"dropped {filt.get('dropped')}",
-        "sft": f"{sft.get('mode')}: {sft.get('steps')} steps (batch {s.sft_batch} x accum {s.sft_grad_accum}, lr "
-               f"{s.sft_lr}, {s.sft_epochs} epochs), train loss {_num(sft.get('train_loss'))}, "
-               f"{sft.get('tokens_per_s')} tokens/s",
+        "sft": f"{sft.get('mode')}, precision {sft.get('precision')}, {sft.get('threads')} threads: "
+               f"{sft.get('steps')} steps (batch {s.sft_batch} x accum {s.sft_grad_accum}, lr {s.sft_lr}, "
+               f"{s.sft_epochs} epochs), train loss {_num(sft.get('train_loss'))}, {sft.get('tokens_per_s')} tokens/s",
         "grpo": f"{grpo.get('steps')} steps x {grpo.get('generations')} rollouts on {grpo.get('questions')} questions, "
-                f"reward {grpo.get('reward')}; rollouts {_num(timings.get('engine_s'))} s of "
-                f"{_num(grpo.get('train_s'))} s",
+                f"reward {grpo.get('reward')}, precision {grpo.get('precision')}; "
+                f"rollouts {_num(timings.get('engine_s'))} s of {_num(grpo.get('train_s'))} s",
         "gguf": f"{summaries.get('gguf', {}).get('gguf')} (SFT-only: {sft.get('gguf')})",
     }
 

@@ -2,16 +2,17 @@
 
     model: llamacpp://default          # any backend URI load_trainable reads
     data: questions.jsonl              # {"question", "answer"} per line (plus any columns rewards read)
-    engine: search_o1                  # search_o1 | tir
+    engine: search-o1                  # an engine of the registry (agentic_infer.engines.registry): search-o1 | tir
     engine_config: {max_searches: 2, sampling: {max_tokens: 256}}
-    index: ""                          # search_o1: a BM25 index folder ("" = the default Wikipedia index)
+    index: ""                          # search-o1: a BM25 index folder ("" = the default Wikipedia index)
     reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math)
     estimator: {name: gigpo, omega: 1.0}
     num_generations: 4
     branching: arpo                    # none | arpo | aepo: each group is one branched rollout (train.grpo.rollout)
     branching_config: {alpha: 0.5, tau: 0.5, branch_factor: 2, initial: 2}   # ARPOConfig / AEPOConfig fields,
                                        # window, logprobs; per_prompt is num_generations
-    trl: {beta: 0.0}                   # any further GRPOConfig arguments
+    precision: auto                    # auto | fp32 | bf16 | fp16 (train.precision); threads: 0 = all cores, <= 8
+    trl: {beta: 0.0}                   # any further GRPOConfig arguments (not bf16 / fp16: that is precision)
 """
 
 from __future__ import annotations
@@ -19,20 +20,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_infer.config import renamed
 from agentic_infer.errors import ConfigError
 from train.grpo.rollout import BRANCHING, branching_config
 from train.grpo.trainer import Estimator
+from train.precision import DTYPE_RENAMED, check_settings
 
-ENGINES = ("search_o1", "tir")
+ENGINES = ("search-o1", "tir")  # loop engines: one trajectory per episode, the shape GRPO trains on
 REWARDS = ("em", "f1", "cover_em", "math")
 
 
+@renamed(dtype=DTYPE_RENAMED)
 @dataclass(frozen=True)
 class GRPOSettings:
     model: str = "llamacpp://default"
     data: str = ""
     out: str = "runs/grpo"
-    engine: str = "search_o1"
+    engine: str = "search-o1"
     engine_config: dict[str, Any] = field(default_factory=dict)
     index: str = ""
     reward: str = "em"
@@ -49,12 +53,15 @@ class GRPOSettings:
     allow_inexact: bool = False
     seed: int = 0
     gguf: str = "f16"
-    dtype: str = "float32"
+    precision: str = "auto"  # auto | fp32 | bf16 | fp16: fp32 weights, bf16/fp16 autocast (train.precision)
+    threads: int = 0  # torch threads; 0 = every usable core, at most 8
     trl: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_settings(self.precision, self.threads, self.trl)
         if self.engine not in ENGINES:
-            raise ConfigError(f"engine={self.engine!r}: choose one of {ENGINES}")
+            old = " (engine names are the registry's: search-o1)" if self.engine == "search_o1" else ""
+            raise ConfigError(f"engine={self.engine!r}{old}: choose one of {ENGINES}")
         if self.reward not in REWARDS:
             raise ConfigError(f"reward={self.reward!r}: choose one of {REWARDS}")
         if self.num_generations < 2 or self.batch_size % self.num_generations:

@@ -5,7 +5,8 @@
 Builds the policy (`train.model_io.load_trainable`), the engine factory (Search-o1 over a BM25 index, or
 TIR with the Python sandbox) generating from the policy's current weights (`train.grpo.rollout`), a
 `train.rewards` outcome reward as a TRL reward function, and `AgenticGRPOTrainer` with the chosen
-estimator; saves the HF checkpoint and `policy.gguf` into `out`. On a GPU pass TRL's vLLM settings in
+estimator; saves the HF checkpoint and `policy.gguf` into `out` (precision and torch threads resolved once by
+`train.precision`, recorded under `compute` in `grpo_result.json`). On a GPU pass TRL's vLLM settings in
 `trl` (`use_vllm: true, vllm_mode: server`) and see `train.launch` for multi-GPU launch commands.
 """
 
@@ -18,30 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import iter_jsonl
 from train.grpo.config import GRPOSettings
 from train.grpo.rollout import EngineFactory, RolloutFunc
+from train.precision import Compute, Precision, resolve_compute, resolve_precision
 
 log = logging.getLogger(__name__)
 
 
 def engine_factory(settings: GRPOSettings) -> EngineFactory:
-    """(llm, seed) -> a fresh engine of `settings.engine`, its sampling seeded per episode."""
-    from agentic_infer.config import build_config
+    """(llm, seed) -> a fresh engine of `settings.engine` from the engine registry (its config from
+    `engine_config`, as `agentic run --set` would give it), its sampling seeded per episode."""
+    from agentic_infer.engines.registry import EngineParts, build_engine, engine_config, get_engine, with_seed
+    from agentic_infer.tools.retrieval.corpora import retriever_factory
 
-    if settings.engine == "search_o1":
-        from agentic_infer.engines.search_o1 import SearchO1, SearchO1Config
-        from agentic_infer.tools.retrieval.default_index import ensure_default_index
-        from agentic_infer.tools.retrieval.index import load_index
-
-        cfg = build_config(SearchO1Config, overrides=settings.engine_config, source="engine_config")
-        retriever = load_index(settings.index or ensure_default_index(None))
-        return lambda llm, seed: SearchO1(llm, retriever, cfg, sampling=cfg.sampling.replace(seed=seed))
-    from agentic_infer.engines.tir import TIR, TIRConfig
-    from agentic_infer.tools.sandbox import PythonSandbox
-
-    cfg = build_config(TIRConfig, overrides=settings.engine_config, source="engine_config")
-    sandbox = PythonSandbox(timeout_s=10)
-    return lambda llm, seed: TIR(llm, sandbox, cfg, sampling=cfg.sampling.replace(seed=seed))
+    spec = get_engine(settings.engine)
+    cfg = engine_config(spec, settings.engine_config, source="engine_config")
+    retriever_for = retriever_factory(index=settings.index or None, default="wiki-vital") if spec.needs_retriever else None
+    return lambda llm, seed: build_engine(spec, EngineParts(llm=llm, retriever_for=retriever_for), with_seed(cfg, seed))
 
 
 def reward_function(settings: GRPOSettings) -> Any:
@@ -58,17 +53,18 @@ def read_examples(path: str) -> list[dict[str, Any]]:
     if not p.is_file():
         raise ConfigError(f"data {path!r}: no such file; write a JSONL of {{'question', 'answer'}} records")
     rows = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            d = json.loads(line)
-            if "question" not in d and "prompt" not in d:
-                raise ConfigError(f"{p}:{n}: needs 'question' (or 'prompt')")
-            rows.append({"prompt": d.get("prompt", d.get("question")), **{k: v for k, v in d.items() if k != "prompt"}})
+    for n, d in iter_jsonl(p, "one {'question', 'answer'} record a line"):
+        if "question" not in d and "prompt" not in d:
+            raise ConfigError(f"{p}:{n}: needs 'question' (or 'prompt')")
+        rows.append({"prompt": d.get("prompt", d.get("question")), **{k: v for k, v in d.items() if k != "prompt"}})
     return rows
 
 
 def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows: list[dict[str, Any]], *,
-                       factory: EngineFactory | None = None, reward_funcs: list | None = None) -> Any:
+                       factory: EngineFactory | None = None, reward_funcs: list | None = None,
+                       precision: Precision | None = None) -> Any:
+    """`AgenticGRPOTrainer` for these settings; `precision`: the run's resolved one (default: `settings.precision`
+    resolved here), TRL's bf16/fp16 flags set from it."""
     import torch
     from datasets import Dataset
     from trl import GRPOConfig
@@ -79,7 +75,8 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
         output_dir=str(Path(settings.out) / "trainer"), per_device_train_batch_size=settings.batch_size,
         num_generations=settings.num_generations, max_steps=settings.max_steps, learning_rate=settings.learning_rate,
         max_completion_length=settings.max_completion_length, seed=settings.seed, logging_steps=1,
-        save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(), beta=0.0)
+        save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(), beta=0.0,
+        **(precision or resolve_precision(settings.precision)).trl_args())
     kw.update(settings.trl)
     rf = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
                      max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
@@ -89,17 +86,21 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
                               rollout_func=rf, estimator=settings.estimator)
 
 
-def train_grpo(settings: GRPOSettings) -> dict[str, Any]:
+def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dict[str, Any]:
+    """Train, save the HF checkpoint (and GGUF) into `settings.out`; `compute`: precision and threads already
+    resolved by a caller (default: resolved here, once)."""
     from train.model_io import export_gguf, load_trainable, save_checkpoint
 
     if not settings.data:
         raise ConfigError("no training data: set data: questions.jsonl in the config (or --set data=...)")
-    model, tokenizer = load_trainable(settings.model, dtype=settings.dtype)
-    trainer = build_grpo_trainer(settings, model, tokenizer, read_examples(settings.data))
+    compute = compute or resolve_compute(settings.precision, settings.threads)
+    compute.apply()
+    model, tokenizer = load_trainable(settings.model)
+    trainer = build_grpo_trainer(settings, model, tokenizer, read_examples(settings.data), precision=compute.precision)
     out = trainer.train()
     dest = save_checkpoint(trainer.model, tokenizer, settings.out)
     gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
     result = {"out": str(dest), "gguf": gguf, "steps": int(out.global_step), "log_history": trainer.state.log_history,
-              "timings": trainer.rollout_func.timings}
+              "timings": trainer.rollout_func.timings, "compute": compute.record()}
     (dest / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result}, indent=2, default=str))
     return result

@@ -47,7 +47,7 @@ def r1_searcher_reward(inp: RewardInput, *, stage: int) -> float:
         queried = tool_counts(inp.trajectory)[0] > 0 if inp.trajectory is not None else _QUERY in inp.completion
         return 0.5 * queried + 0.5 * ok
     if stage == 2:
-        return (0.0 if ok else -2.0) + f1_reward(inp)
+        return (0.0 if ok else -2.0) + f1_reward(inp, answer_format="answer_tag")
     raise ConfigError(f"stage={stage!r}: R1-Searcher has stages 1 (retrieval + format) and 2 (format + answer F1)")
 
 

@@ -24,11 +24,16 @@ from agentic_infer.engines.deepconf.confidence import (
     variant_keep,
     vote,
 )
-from agentic_infer.engines.deepconf.engine import DEFAULT_INSTRUCTION, DeepConf, DeepConfConfig
+from agentic_infer.engines.deepconf.engine import (
+    DEFAULT_INSTRUCTION,
+    DEFAULT_SAMPLING,
+    DeepConf,
+    DeepConfConfig,
+)
 from agentic_infer.engines.deepconf.replay import ReplayOutcome, ReplayTrace, replay_offline, replay_online
 
 __all__ = [
-    "DEFAULT_INSTRUCTION", "METRICS", "VARIANT_KEEP", "DeepConf", "DeepConfConfig", "GroupTracker", "ReplayOutcome",
+    "DEFAULT_INSTRUCTION", "DEFAULT_SAMPLING", "METRICS", "VARIANT_KEEP", "DeepConf", "DeepConfConfig", "GroupTracker", "ReplayOutcome",
     "ReplayTrace", "answer_weights", "group_confidences", "leading_share", "online_threshold", "replay_offline",
     "replay_online", "stop_position", "token_confidence", "token_confidences", "trace_confidence",
     "trace_confidences", "variant_keep", "vote",

@@ -31,7 +31,7 @@ mean length of the traces that finished; `bench/deepconf.py` measures the real f
 `run(example)` returns a `Rollout`: `trajectories` are the traces, in order, each a prompt segment
 (the token ids the model conditioned on, from `encode_prompt` of the chat-rendered prompt) and a
 model segment (sampled token ids, logprobs, per-token confidences in `metadata["token_confidences"]`);
-a trace's `finish_reason` is "answer" (completed), "length" (hit `max_tokens`) or "abort" (stopped
+a trace's `finish_reason` is "answer" (completed), "length" (hit `sampling.max_tokens`) or "abort" (stopped
 below the threshold, or cancelled at consensus); its `metadata["deepconf"]` holds its index, phase,
 answer and vote key, confidences (mean, bottom10, lowest, tail), fate and whether it voted.
 `Rollout.answer` is the vote (`chosen=None`) and `Rollout.metadata["deepconf"]` the voting report:
@@ -48,13 +48,13 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from agentic_infer.backends.base import LLM, count_prompt_tokens, encode_prompt
-from agentic_infer.config import build_config
+from agentic_infer.config import build_config, config_to_dict, renamed
 from agentic_infer.engines.base import example_id
 from agentic_infer.engines.deepconf.confidence import (
     METRICS,
@@ -67,6 +67,7 @@ from agentic_infer.engines.deepconf.confidence import (
     variant_keep,
 )
 from agentic_infer.errors import AgenticError, ConfigError
+from agentic_infer.runner import gather_bounded
 from agentic_infer.types import (
     MAX_TOP_LOGPROBS,
     Message,
@@ -81,11 +82,16 @@ from agentic_infer.types import (
 from agentic_infer.verify import extract_boxed, normalize_math_answer
 
 DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+# the paper's sampling; `logprobs` is the number of top alternatives each token's confidence is computed from
+DEFAULT_SAMPLING = SamplingParams(max_tokens=4096, temperature=0.6, top_p=0.95, top_k=0, logprobs=20)
+_SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "stop", "seed")
 
 
-@dataclass
+@renamed(top_logprobs="sampling.logprobs", **{k: f"sampling.{k}" for k in _SAMPLING_KEYS})
+@dataclass(frozen=True)
 class DeepConfConfig:
-    """Settings of a DeepConf run (defaults from the paper; `budget` is K offline and B online)."""
+    """Settings of a DeepConf run (defaults from the paper; `budget` is K offline and B online). `sampling` is
+    every trace's: trace i samples with `sampling.seed + i` when a seed is given; `n` is 1 (one trace a call)."""
 
     mode: str = "online"
     variant: str = "low"
@@ -94,14 +100,8 @@ class DeepConfConfig:
     tau: float | None = 0.95
     window: int = 2048
     tail: int = 2048
-    top_logprobs: int = 20
     offline_metric: str = "bottom10"
-    max_tokens: int = 4096
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 0
-    stop: tuple[str, ...] = ()
-    seed: int | None = None
+    sampling: SamplingParams = DEFAULT_SAMPLING
     concurrency: int = 1
     instruction: str = DEFAULT_INSTRUCTION
     system_prompt: str | None = None
@@ -112,7 +112,7 @@ class DeepConfConfig:
         if self.mode not in ("offline", "online"):
             raise ConfigError(f"{own}.mode={self.mode!r}: choose 'offline' or 'online'")
         variant_keep(self.variant)
-        for name in ("budget", "warmup", "window", "tail", "max_tokens", "concurrency"):
+        for name in ("budget", "warmup", "window", "tail", "concurrency"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{own}.{name}={v!r}: must be an integer >= 1")
@@ -121,22 +121,25 @@ class DeepConfConfig:
                               "part of the budget; lower warmup or raise budget")
         if self.tau is not None and not 0 < self.tau <= 1:
             raise ConfigError(f"{own}.tau={self.tau!r}: must be in (0, 1], or None to turn the consensus stop off")
-        if not 1 <= self.top_logprobs <= MAX_TOP_LOGPROBS:
-            raise ConfigError(f"{own}.top_logprobs={self.top_logprobs!r}: must be in 1..{MAX_TOP_LOGPROBS}")
         if self.offline_metric not in METRICS:
             raise ConfigError(f"{own}.offline_metric={self.offline_metric!r}: choose one of {METRICS}")
-        self.stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
-        self.sampling_params(0)  # validates temperature, top_p, top_k, stop
+        if not isinstance(self.sampling, SamplingParams):
+            raise ConfigError(f"{own}.sampling={self.sampling!r}: pass a SamplingParams (or a mapping of its fields "
+                              "through build_config, e.g. --set sampling.temperature=0.6)")
+        if not 1 <= (self.sampling.logprobs or 0) <= MAX_TOP_LOGPROBS:
+            raise ConfigError(f"{own}.sampling.logprobs={self.sampling.logprobs!r}: must be in 1..{MAX_TOP_LOGPROBS} "
+                              "(the top alternatives each token's confidence is computed from; the paper uses 20)")
+        if self.sampling.n != 1:
+            raise ConfigError(f"{own}.sampling.n={self.sampling.n}: each trace is one sample; set the number of "
+                              "traces with budget")
 
     def sampling_params(self, index: int) -> SamplingParams:
-        return SamplingParams(max_tokens=self.max_tokens, temperature=self.temperature, top_p=self.top_p,
-                              top_k=self.top_k, stop=self.stop, logprobs=self.top_logprobs,
-                              seed=None if self.seed is None else self.seed + index)
+        """Trace `index`'s sampling: `sampling` with the seed offset by `index` (None stays None)."""
+        seed = self.sampling.seed
+        return self.sampling if seed is None else self.sampling.replace(seed=seed + index)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
+        return config_to_dict(self)
 
 
 @dataclass
@@ -237,7 +240,7 @@ class DeepConf:
                         if not d.token.top:
                             raise ConfigError(f"backend {self.llm.name!r} streamed a token without top-k logprobs; "
                                               "DeepConf needs a backend that returns logprobs=k alternatives")
-                        c = token_confidence(d.token.top, cfg.top_logprobs)
+                        c = token_confidence(d.token.top, cfg.sampling.logprobs)
                         toks.append(d.token)
                         confs.append(c)
                         rec.tokens = len(confs)
@@ -280,19 +283,8 @@ class DeepConf:
         return _Trace(index=index, phase=phase, trajectory=traj)
 
     async def _batch(self, records: Sequence[_Trace], prompt: Any) -> None:
-        sem = asyncio.Semaphore(self.config.concurrency)
-
-        async def one(rec: _Trace) -> None:
-            async with sem:
-                await self._trace(rec, prompt, None)
-
-        tasks = [asyncio.ensure_future(one(r)) for r in records]
-        try:
-            await asyncio.gather(*tasks)
-        finally:  # on a failure, stop the traces still running instead of orphaning them
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        # on a failure, the traces still running are stopped instead of orphaned
+        await gather_bounded(lambda rec: self._trace(rec, prompt, None), records, self.config.concurrency)
 
     # -- modes -----------------------------------------------------------------------------------
     async def run(self, example: Mapping[str, Any]) -> Rollout:
@@ -381,7 +373,7 @@ class DeepConf:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
         finished = [t.tokens for t in traces if t.completed]
-        mean_len = sum(finished) / len(finished) if finished else float(cfg.max_tokens)
+        mean_len = sum(finished) / len(finished) if finished else float(cfg.sampling.max_tokens)
         full = sum(t.tokens if t.completed else max(t.tokens, mean_len) for t in traces)
         full += (cfg.budget - len(traces)) * mean_len
         answer = self._raw_answer(traces, lead)
@@ -390,4 +382,4 @@ class DeepConf:
                                "consensus" if early else "budget", int(round(full)))
 
 
-__all__ = ["DEFAULT_INSTRUCTION", "DeepConf", "DeepConfConfig"]
+__all__ = ["DEFAULT_INSTRUCTION", "DEFAULT_SAMPLING", "DeepConf", "DeepConfConfig"]

@@ -11,7 +11,7 @@ Three roles, as in llm-reasoners:
 - `SearchConfig`: `propose(tree, node, n)` samples n actions with a cheap prior, `evaluate(tree,
   parent, children)` scores materialised children (batched over siblings), `terminal_reward(tree,
   node)` is the judge's reward of a terminal state, `on_failure(tree, node)` may write a reflection.
-- The algorithms in `search.py` (MCTS, beam search, DFS) over the node table of `table.py`.
+- The algorithms (`mcts.py`, `beam.py`, `dfs.py` on the base of `search.py`) over the node table of `table.py`.
 
 States are JSON-serialisable dicts, so a whole search (tree + states) can be saved and resumed.
 `Meter` wraps an LLM: every generate call of a tree search goes through it, is sent as token ids

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentic_infer.config import build_config, config_to_dict
-from agentic_infer.engines.base import example_id
+from agentic_infer.engines.base import check_one_sample, example_id
 from agentic_infer.engines.tree.base import Budget, Meter
 from agentic_infer.engines.tree.search import SearchResult, SearchSettings, TreeSearch
 from agentic_infer.engines.tree.table import Tree
-from agentic_infer.types import Rollout, Step, Trajectory, Usage
+from agentic_infer.types import Rollout, SamplingParams, Step, Trajectory, Usage
 
 NODE_FIELDS = ("id", "parent", "action", "depth", "visits", "value", "reward", "terminal", "calls")
 
@@ -49,15 +49,19 @@ NODE_FIELDS = ("id", "parent", "action", "depth", "visits", "value", "reward", "
 @dataclass(frozen=True)
 class TreeOptions:
     """The search settings every tree engine's options share (`LATSOptions`, `RAPOptions` add their own):
-    `budget` replaces `iterations` when given (its other limits add to it)."""
+    `budget` replaces `iterations` when given (its other limits add to it); `sampling` is how actions are
+    sampled (each engine has its own default; the search sets `n` per call, so `sampling.n` stays 1)."""
 
     iterations: int = 10
     depth_limit: int = 7
     exploration_weight: float = 1.0
     feedback: str = "judge"
     budget: Budget | None = None
+    sampling: SamplingParams = SamplingParams(logprobs=0)
 
     def __post_init__(self) -> None:
+        check_one_sample(type(self).__name__, self.sampling, "the search sets n per call (n_children / n_actions, "
+                         "value or world samples); leave sampling.n at 1")
         self.settings()  # validates the search settings now, with the field names
         self.search_budget()
 

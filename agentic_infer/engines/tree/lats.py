@@ -32,7 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentic_infer.config import renamed
 from agentic_infer.engines.judge_parse import parse_rubric_score
+from agentic_infer.engines.tree.algorithms import make_search
 from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase, gather_calls
 from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat
@@ -42,21 +44,22 @@ from agentic_infer.errors import ConfigError
 from agentic_infer.types import SamplingParams
 
 
+@renamed(temperature="sampling.temperature", seed="sampling.seed", action_max_tokens="sampling.max_tokens")
 @dataclass(frozen=True)
 class LATSOptions(TreeOptions):
     """Everything a LATS run takes: the search (iterations, n_children, depth_limit, exploration_weight,
-    feedback, stop_at, budget: see `TreeOptions`) and the prompts' sampling and value settings."""
+    feedback, stop_at, budget: see `TreeOptions`), `sampling` (the action calls': temperature 0.7, 64 tokens
+    unless the environment sets its own `action_max_tokens`, `seed`; value and reflection calls use it too with
+    their own max tokens) and the value settings."""
 
+    sampling: SamplingParams = SamplingParams(max_tokens=64, temperature=0.7, logprobs=0)
     n_children: int = 5
     stop_at: float | None = None
     lam: float = 0.5  # weight of the LM score against self-consistency
-    temperature: float = 0.7
-    action_max_tokens: int = 64
     value_max_tokens: int = 96
     reflection_max_tokens: int = 128
     value_samples: int = 1
     max_reflections: int = 3
-    seed: int | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:
@@ -110,13 +113,14 @@ class LATSConfig(SearchConfigBase):
                 "do differently next time.")
 
     def _params(self, n: int, max_tokens: int) -> SamplingParams:
-        """`logprobs=0`: each sampled token's own logprob, recorded with the call (what a trainer needs)."""
-        return SamplingParams(n=n, temperature=self.o.temperature, max_tokens=max_tokens, seed=self.o.seed, logprobs=0)
+        """`sampling` with this call's `n` and `max_tokens` (its default `logprobs=0`: each sampled token's own
+        logprob, recorded with the call, what a trainer needs)."""
+        return self.o.sampling.replace(n=n, max_tokens=max_tokens)
 
     # -- SearchConfig ------------------------------------------------------------------------------
     async def propose(self, tree: Tree, node: Node, n: int) -> list[Proposal]:
         prompt = as_chat(self.meter.llm, self.action_prompt(tree, node))
-        max_tokens = int(getattr(self.env, "action_max_tokens", self.o.action_max_tokens))
+        max_tokens = int(getattr(self.env, "action_max_tokens", self.o.sampling.max_tokens))
         comps, ids = await self.meter.generate(prompt, self._params(n, max_tokens), purpose="action", node=node)
         votes: dict[str, list[tuple[str, str]]] = {}
         for c, call in zip(comps, ids):
@@ -193,5 +197,5 @@ class LATS(TreeEngine):
 
     def _search(self, meter: Meter, env: Any, example: Mapping[str, Any], tree: Tree | None) -> TreeSearch:
         task = example.get("question") or getattr(env, "task", "") or getattr(env, "puzzle", "")
-        return TreeSearch(env, LATSConfig(meter, env, self.options), meter, self.options.settings(), task=str(task),
-                          tree=tree)
+        return make_search(env, LATSConfig(meter, env, self.options), meter, self.options.settings(), task=str(task),
+                           tree=tree)

@@ -106,7 +106,7 @@ _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", re.S)
 
 class ProgramEnv:
     name = "program"
-    action_max_tokens = 512
+    action_max_tokens = 512  # a whole program per action: LATS uses this, not sampling.max_tokens
 
     def __init__(self, prompt: str, *, visible_tests: list[str], hidden_tests: list[str] | None = None,
                  sandbox: Any = None, max_attempts: int = 4):

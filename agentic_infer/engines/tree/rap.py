@@ -39,8 +39,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentic_infer.config import renamed
 from agentic_infer.engines.deepconf.confidence import answer_weights, token_confidence
 from agentic_infer.engines.judge_parse import yes_probability
+from agentic_infer.engines.tree.algorithms import make_search
 from agentic_infer.engines.tree.base import Evaluation, Meter, Proposal, SearchConfigBase, gather_calls
 from agentic_infer.engines.tree.engine import TreeEngine, TreeOptions
 from agentic_infer.engines.tree.prompting import as_chat, mean_logprob, vote_share
@@ -65,30 +67,31 @@ class RAPWeights:
             raise ConfigError(f"RAPWeights{vals}: weights must be >= 0 and not all 0")
 
 
+@renamed(temperature="sampling.temperature", seed="sampling.seed", action_max_tokens="sampling.max_tokens",
+         top_logprobs="sampling.logprobs")
 @dataclass(frozen=True)
 class RAPOptions(TreeOptions):
     """Everything a RAP run takes: the search (iterations, n_actions, depth_limit, exploration_weight,
     feedback, budget: see `TreeOptions`), RAP-Aggregation (`aggregate`: "value", "count", "deepconf" or None
-    for the best path's answer; `keep_top`), the reward weights and sampling."""
+    for the best path's answer; `keep_top`), the reward weights and `sampling` (the action calls': temperature
+    0.8, 48 tokens, 5 top logprobs, `seed`; a newline always ends an action; the world model samples with it
+    too, with `world_samples` and `world_max_tokens`; self-evaluation reads its `logprobs` and `seed`)."""
 
+    sampling: SamplingParams = SamplingParams(max_tokens=48, temperature=0.8, logprobs=5)
     n_actions: int = 4
     depth_limit: int = 5
     aggregate: str | None = "value"
     keep_top: float | None = None
     weights: RAPWeights = RAPWeights()
-    temperature: float = 0.8
     world_samples: int = 3
     self_eval_samples: int = 3
-    action_max_tokens: int = 48
     world_max_tokens: int = 160
-    top_logprobs: int = 5
-    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATE:
             raise ConfigError(f"RAPOptions.aggregate={self.aggregate!r}: choose one of {AGGREGATE[:-1]} or None "
                               "(the best path's answer)")
-        for name in ("world_samples", "self_eval_samples", "action_max_tokens", "world_max_tokens"):
+        for name in ("world_samples", "self_eval_samples", "world_max_tokens"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"RAPOptions.{name}={getattr(self, name)!r}: must be an integer >= 1")
         super().__post_init__()
@@ -124,8 +127,7 @@ class RAPWorldModel:
 
     async def step(self, state: dict[str, Any], action: str) -> tuple[dict[str, Any], dict[str, Any]]:
         prompt = as_chat(self.meter.llm, self.task.world_prompt(state, action))
-        params = SamplingParams(n=self.o.world_samples, temperature=self.o.temperature,
-                                max_tokens=self.o.world_max_tokens, logprobs=self.o.top_logprobs, seed=self.o.seed)
+        params = self.o.sampling.replace(n=self.o.world_samples, max_tokens=self.o.world_max_tokens)
         comps, _ = await self.meter.generate(prompt, params, purpose="world_model")
         preds = [self.task.parse_world(c.text, state, action) for c in comps]
         keys = [None if p is None else self.task.state_key(p) for p in preds]
@@ -158,8 +160,8 @@ class RAPConfig(SearchConfigBase):
 
     async def propose(self, tree: Tree, node: Node, n: int) -> list[Proposal]:
         prompt = as_chat(self.meter.llm, self.task.action_prompt(node.state))
-        params = SamplingParams(n=n, temperature=self.o.temperature, max_tokens=self.o.action_max_tokens,
-                                logprobs=self.o.top_logprobs, seed=self.o.seed, stop=("\n",))
+        s = self.o.sampling
+        params = s.replace(n=n, stop=s.stop if "\n" in s.stop else (*s.stop, "\n"))  # one action per line
         comps, ids = await self.meter.generate(prompt, params, purpose="action", node=node)
         groups: dict[str, list[Any]] = {}
         proposed_by: dict[str, list[str]] = {}
@@ -183,13 +185,13 @@ class RAPConfig(SearchConfigBase):
     async def _self_eval(self, parent: Node, child: Node) -> tuple[float | None, str]:
         prompt = as_chat(self.meter.llm, self.task.self_eval_prompt(parent.state, child.action))
         comps, _ = await self.meter.generate(prompt, SamplingParams(n=1, temperature=0.0, max_tokens=1,
-                                                                    logprobs=self.o.top_logprobs),
+                                                                    logprobs=self.o.sampling.logprobs),
                                              purpose="self_eval", node=child)
         p = yes_probability(comps[0]) if comps else None
         if p is not None:
             return p, "logprobs"
         comps, _ = await self.meter.generate(prompt, SamplingParams(n=self.o.self_eval_samples, temperature=1.0,
-                                                                    max_tokens=3, seed=self.o.seed),
+                                                                    max_tokens=3, seed=self.o.sampling.seed),
                                              purpose="self_eval", node=child)
         yes = sum(c.text.strip().lower().startswith("yes") for c in comps)
         return yes / max(1, len(comps)), "sampled share of 'yes' (fallback: no logprobs)"
@@ -246,8 +248,8 @@ class RAP(TreeEngine):
     options_class = RAPOptions
 
     def _search(self, meter: Meter, task: Any, example: Mapping[str, Any], tree: Tree | None) -> TreeSearch:
-        return TreeSearch(RAPWorldModel(task, meter, self.options), RAPConfig(meter, task, self.options), meter,
-                          self.options.settings(), task=task.task, tree=tree)
+        return make_search(RAPWorldModel(task, meter, self.options), RAPConfig(meter, task, self.options), meter,
+                           self.options.settings(), task=task.task, tree=tree)
 
     async def _finalise(self, search: TreeSearch, res: SearchResult) -> SearchResult:
         """Label the terminals with their answers and, with `aggregate`, replace the answer by the vote."""

@@ -1,40 +1,27 @@
-"""Search algorithms over the node table: MCTS (UCT), beam search and DFS.
+"""The common base of the tree-search algorithms: `TreeSearch`, its `SearchSettings` and `SearchResult`.
 
-    search = TreeSearch(env, config, meter, SearchSettings(algorithm="mcts", n_children=5), task="1 1 4 6")
+    search = make_search(env, config, meter, SearchSettings(algorithm="mcts", n_children=5), task="1 1 4 6")
     result = await search.run()       # SearchResult: answer, node, correct (scored afterwards), tree, budget
 
-The engines (`lats.LATS`, `rap.RAP`) build a search per example and turn its result and the
-meter's recorded calls into a Rollout (`engine.py`).
-
-MCTS, one iteration: SELECT from the root by UCT(c) = value(c) + w·sqrt(ln N(parent) / N(c)) with
-`value` the MEAN backed-up reward (unvisited children first, best evaluation/prior first);
-children met on the way are materialised on demand (lazy expansion: `lazy=True` creates children
-from proposals and runs the environment step + evaluation only when a child is first chosen;
-`lazy=False` (LATS) executes and evaluates all n siblings at expansion, evaluations batched);
-EXPAND the leaf (one `propose` call for n children) and SIMULATE: keep expanding and following the
-best-evaluated child until a terminal or `depth_limit` (with `rollout=False`, stop after one
-level); the reward is the terminal reward (the judge's, or the gold one with feedback="oracle")
-or the leaf's evaluation at the depth limit; `reward_mode="path_mean"` (RAP) backs up the mean of
-the path's rewards instead. BACKPROPAGATE a running mean into every node on the path (root
-included, so root visits = completed iterations). A failed terminal calls `config.on_failure`
-(LATS writes a reflection there).
-
-Beam search keeps the `beam_width` best nodes per depth (by evaluation, or path mean); DFS goes
-depth-first through children sorted by evaluation, pruning those below `dfs_prune`, and stops at the
-first terminal whose reward reaches the success threshold. Both back up every evaluation so the
-table's visits/values mean the same as in MCTS.
+An algorithm is a `TreeSearch` subclass that implements `async search() -> str` (the stop reason when it
+ends by itself) out of the building blocks here: `expand` (one `propose` call for n children),
+`materialise` (environment step + evaluation of children), `terminal_reward`, `_backprop` (a running mean
+into every node of a path) and the stop checks. The algorithms, one a file: `mcts.MCTS` (UCT, LATS and RAP),
+`beam.BeamSearch`, `dfs.DFS`, chosen by `SearchSettings.algorithm` through `algorithms.ALGORITHMS`
+(`algorithms.make_search`). The engines (`lats.LATS`, `rap.RAP`) build a search per example and turn its
+result and the meter's recorded calls into a Rollout (`engine.py`).
 
 Feedback: "judge" (default; the environment's gold reward is only used after the search to score
 the chosen answer) or "oracle" (the gold reward is the terminal reward and a solved terminal stops
 the search, like the LATS reference code). The result and the saved tree record which one ran.
 A budget limit reached mid-iteration ends the search; the unfinished iteration is not backed up.
+A failed terminal (reward below `success_threshold`) calls `config.on_failure` (LATS writes a reflection).
 Not covered: parallel (virtual-loss) MCTS, progressive widening, transposition tables.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,11 +37,12 @@ from agentic_infer.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = ("mcts", "beam", "dfs")
-
 
 @dataclass(frozen=True)
 class SearchSettings:
+    """One search's settings; `algorithm` names its class in `algorithms.ALGORITHMS`, the rest are read by
+    the algorithms that use them (`beam_width`: beam; `dfs_prune`: DFS; `exploration_weight`, `lazy`, `rollout`: MCTS)."""
+
     algorithm: str = "mcts"
     n_children: int = 5
     exploration_weight: float = 1.0
@@ -72,8 +60,10 @@ class SearchSettings:
         def bad(name: str, rule: str, fix: str) -> ConfigError:
             return ConfigError(f"SearchSettings.{name}={getattr(self, name)!r}: {rule}; {fix}")
 
+        from agentic_infer.engines.tree.algorithms import ALGORITHMS  # the algorithms import this module
+
         if self.algorithm not in ALGORITHMS:
-            raise bad("algorithm", f"must be one of {ALGORITHMS}", "pick mcts, beam or dfs")
+            raise bad("algorithm", f"must be one of {tuple(ALGORITHMS)}", f"pick {', '.join(ALGORITHMS)}")
         if self.feedback not in FEEDBACK:
             raise bad("feedback", f"must be one of {FEEDBACK}", "use 'judge' for evaluation runs")
         if self.reward_mode not in ("leaf", "path_mean"):
@@ -91,24 +81,9 @@ class SearchSettings:
         return asdict(self)
 
 
-def uct(parent: Node, child: Node, w: float) -> float:
-    """UCT with the mean value as exploitation term; +inf for an unvisited child."""
-    if child.visits == 0:
-        return math.inf
-    return child.value + w * math.sqrt(math.log(max(parent.visits, 1)) / child.visits)
-
-
-def _score(n: Node) -> float:
+def node_score(n: Node) -> float:
+    """A node's evaluation, else its proposal prior."""
     return n.reward if n.reward is not None else n.prior
-
-
-def select_child(tree: Tree, node: Node, w: float) -> Node:
-    """Unvisited children first (best evaluation, else best prior, then lowest id); else max UCT."""
-    kids = tree.children(node)
-    unvisited = [c for c in kids if c.visits == 0]
-    if unvisited:
-        return max(unvisited, key=lambda c: (_score(c), -c.id))
-    return max(kids, key=lambda c: (uct(node, c, w), -c.id))
 
 
 @dataclass
@@ -130,18 +105,26 @@ class SearchResult:
                 "feedback": self.feedback, "stop_reason": self.stop_reason, "budget": self.budget, **self.extra}
 
 
-class _Stop(Exception):
+class Stop(Exception):
+    """Raised inside a search to end it with `reason` (the search catches it and finishes)."""
+
     def __init__(self, reason: str):
         self.reason = reason
 
 
 class TreeSearch:
-    """One search of `env` guided by `config`, LLM calls through `meter`; resumable from `tree`."""
+    """One search of `env` guided by `config`, LLM calls through `meter`; resumable from `tree`. Subclasses
+    (one per algorithm, `algorithm` = its name) implement `search()`; build one with `make_search`."""
+
+    algorithm = ""
 
     def __init__(self, env: Environment, config: SearchConfig, meter: Meter, settings: SearchSettings | None = None,
                  *, task: str = "", tree: Tree | None = None):
         self.env, self.config, self.meter = env, config, meter
-        self.s = settings or SearchSettings()
+        self.s = settings or SearchSettings(algorithm=self.algorithm or "mcts")
+        if self.algorithm and self.s.algorithm != self.algorithm:
+            raise ConfigError(f"{type(self).__name__} got SearchSettings.algorithm={self.s.algorithm!r}; build the "
+                              "search with agentic_infer.engines.tree.make_search(...), which picks the class by name")
         if tree is None:
             root = env.init_state()
             tree = Tree.new(root, env.describe(root), algorithm=self.s.algorithm, env=env.name, task=task,
@@ -153,6 +136,11 @@ class TreeSearch:
                 setattr(meter.spent, k, int(spent.get(k, 0)))
             meter.restart_clock(float(spent.get("wall_s", 0.0)))
         self.tree = tree
+
+    async def search(self) -> str:
+        """Search until done; the stop reason when it ends by itself (a `Stop` or `BudgetExhausted` ends it early)."""
+        raise NotImplementedError(f"{type(self).__name__} implements no search(); use make_search(...) to build one "
+                                  "of the algorithms of agentic_infer.engines.tree.algorithms.ALGORITHMS")
 
     # -- building blocks ---------------------------------------------------------------------------
     async def materialise(self, parent: Node, children: list[Node]) -> None:
@@ -205,9 +193,9 @@ class TreeSearch:
 
     def _check_stop(self, value: float) -> None:
         if self.s.feedback == "oracle" and value >= 1.0:
-            raise _Stop("solved (oracle feedback)")
+            raise Stop("solved (oracle feedback)")
         if self.s.feedback == "judge" and self.s.stop_at is not None and value >= self.s.stop_at:
-            raise _Stop(f"judge reward >= {self.s.stop_at}")
+            raise Stop(f"judge reward >= {self.s.stop_at}")
 
     def _backprop(self, path: list[Node], leaf_reward: float) -> float:
         if self.s.reward_mode == "path_mean" and len(path) > 1:
@@ -219,45 +207,9 @@ class TreeSearch:
             n.backprop(r)
         return r
 
-    # -- MCTS --------------------------------------------------------------------------------------
-    async def mcts_iteration(self) -> None:
-        node, path = self.tree.root, [self.tree.root]
-        while node.children and not node.terminal:
-            child = select_child(self.tree, node, self.s.exploration_weight)
-            await self.materialise(node, [child])
-            node = child
-            path.append(node)
-        while not node.terminal and node.depth < self.s.depth_limit:
-            kids = await self.expand(node)
-            if not kids:
-                break
-            if self.s.lazy:
-                best = max(kids, key=lambda c: (_score(c), -c.id))
-                await self.materialise(node, [best])
-            else:
-                best = max(kids, key=lambda c: (_score(c), -c.id))
-            node = best
-            path.append(node)
-            if not self.s.rollout:
-                break
-        leaf = 0.0
-        if node.terminal:
-            leaf = await self.terminal_reward(node)
-        else:
-            leaf = node.reward or 0.0
-        self._backprop(path, leaf)
-        self.meter.spent.iterations += 1
-        if node.terminal:
-            self._check_stop(leaf)
-
-    # -- beam / DFS --------------------------------------------------------------------------------
-    def _path_score(self, n: Node) -> float:
-        if self.s.reward_mode == "path_mean":
-            rs = [p.reward or 0.0 for p in self.tree.path(n)[1:]]
-            return sum(rs) / max(1, len(rs))
-        return _score(n)
-
     async def _evaluated(self, parent: Node) -> list[Node]:
+        """`parent`'s children, each materialised and evaluated, a new one's evaluation backed up once (beam and
+        DFS, so the table's visits/values mean the same as in MCTS)."""
         kids = await self.expand(parent)
         await self.materialise(parent, kids)  # beam and DFS need every child's evaluation
         for k in kids:
@@ -265,97 +217,27 @@ class TreeSearch:
                 self._backprop(self.tree.path(k), k.reward or 0.0)
         return kids
 
-    async def beam(self) -> None:
-        beam = [self.tree.root]
-        for _ in range(self.s.depth_limit):
-            self._iteration_gate()
-            cands: list[Node] = []
-            for b in beam:
-                cands += [b] if b.terminal else await self._evaluated(b)
-            if not cands:
-                break
-            beam = sorted(cands, key=lambda c: (-self._path_score(c), c.id))[: self.s.beam_width]
-            for b in beam:
-                if b.terminal:
-                    self._check_stop(await self.terminal_reward(b))
-            self.meter.spent.iterations += 1
-            if all(b.terminal for b in beam):
-                break
-
-    async def dfs(self, node: Node) -> None:
-        if node.terminal:
-            value = await self.terminal_reward(node)
-            self._check_stop(value)
-            if value >= self.s.success_threshold:
-                raise _Stop("DFS found a terminal above the success threshold")
-            return
-        if node.depth >= self.s.depth_limit:
-            return
-        self._iteration_gate()
-        kids = await self._evaluated(node)
-        self.meter.spent.iterations += 1
-        for k in sorted(kids, key=lambda c: (-_score(c), c.id)):
-            if _score(k) >= self.s.dfs_prune:
-                await self.dfs(k)
-
     def _iteration_gate(self) -> None:
         limit = self.meter.budget.iterations
         if limit is not None and self.meter.spent.iterations >= limit:
-            raise _Stop("budget iterations exhausted")
+            raise Stop("budget iterations exhausted")
         self.meter.check()
 
     # -- driver ------------------------------------------------------------------------------------
     def _root_stop(self) -> str:
         return "no valid action at the root" if self.tree.root.details.get("dead_end") else "root is terminal"
 
-    async def step(self) -> str | None:
-        """One MCTS iteration; the stop reason when the search is over, else None. The tree's
-        `budget` is updated, so the node table alone is enough to resume (LangGraph checkpoints)."""
-        reason: str | None = None
-        try:
-            if self.tree.root.terminal:
-                raise _Stop(self._root_stop())
-            self._iteration_gate()
-            before, calls = len(self.tree.nodes), self.meter.spent.llm_calls
-            await self.mcts_iteration()
-            grew = len(self.tree.nodes) > before or self.meter.spent.llm_calls > calls
-            self._idle = 0 if grew else getattr(self, "_idle", 0) + 1
-            if self._fully_explored() and not grew:
-                reason = "search space exhausted"
-            elif self._idle >= 1000:  # only cached terminals keep being selected: nothing left to learn
-                reason = "no progress in 1000 iterations"
-        except _Stop as e:
-            reason = e.reason
-        except BudgetExhausted as e:
-            reason = f"budget {e.which} exhausted"
-        self.tree.budget = self.meter.report()
-        return reason
-
     async def run(self) -> SearchResult:
         reason = "search space exhausted"
         try:
             if self.tree.root.terminal:
-                raise _Stop(self._root_stop())
-            if self.s.algorithm == "mcts":
-                while True:
-                    stop = await self.step()
-                    if stop is not None:
-                        reason = stop
-                        break
-            elif self.s.algorithm == "beam":
-                await self.beam()
-                reason = "beam finished"
-            else:
-                await self.dfs(self.tree.root)
-        except _Stop as e:
+                raise Stop(self._root_stop())
+            reason = await self.search()
+        except Stop as e:
             reason = e.reason
         except BudgetExhausted as e:
             reason = f"budget {e.which} exhausted"
         return await self.finish(reason)
-
-    def _fully_explored(self) -> bool:
-        return all(n.terminal or (n.children and n.materialised) or n.depth >= self.s.depth_limit
-                   for n in self.tree.nodes if n.materialised) and all(n.materialised for n in self.tree.nodes)
 
     def choose(self) -> Node | None:
         """The answer node: the terminal with the best terminal reward (then value, visits)."""

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError, ParseError
+from agentic_infer.runner import iter_jsonl
 from agentic_infer.tools.retrieval.base import Document
 
 log = logging.getLogger(__name__)
@@ -265,19 +266,6 @@ def _base_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ParseError(
-                    f"{path}:{lineno}: not valid JSON ({e}); expected one JSON object per line"
-                ) from None
-
-
 def _json_records(data: Any, path: Path) -> Iterable[Any]:
     """Records of a whole-file JSON value: a list, or a dict keyed by title/id."""
     if isinstance(data, list):
@@ -339,7 +327,7 @@ def read_corpus(
     else:
         suffix = _base_suffix(path)
         if suffix in (".jsonl", ".ndjson"):
-            records: Iterable[Any] = iter_jsonl(path)
+            records: Iterable[Any] = (rec for _, rec in iter_jsonl(path, "one JSON object per line"))
         elif suffix == ".json":
             with _open_text(path) as f:
                 try:

@@ -76,6 +76,3 @@ class HybridIndex:
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         return [self.store.hits(rows, scores) for rows, scores in self.search_rows(queries, k)]
-
-    def meta_section(self) -> dict[str, Any]:
-        return {"rrf_k": self.rrf_k, "candidates": self.candidates, "parts": ["bm25", "dense"]}

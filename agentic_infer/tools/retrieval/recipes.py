@@ -201,13 +201,13 @@ def question_retriever(example: Mapping[str, Any], *, kind: str = "bm25") -> Any
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Question records of a .jsonl or .json (list) file, as published."""
-    from agentic_infer.tools.retrieval.corpus import iter_jsonl
+    from agentic_infer.runner import iter_jsonl
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"question file {str(path)!r} does not exist")
     if path.suffix in (".jsonl", ".ndjson") or path.name.endswith(".jsonl.gz"):
-        return list(iter_jsonl(path))
+        return [rec for _, rec in iter_jsonl(path, "one question record a line")]
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, list):
         raise ConfigError(f"{path}: expected a JSON list of question records, got {type(data).__name__}")

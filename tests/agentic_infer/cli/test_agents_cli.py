@@ -29,7 +29,7 @@ REPLY = "fake://?reply=I will search. <|begin_search_query|>Lady Gaga<|end_searc
 
 def test_search_o1_json_on_a_real_index(index_dir):
     r = agentic("run", "search-o1", "--question", "Who is Lady Gaga?", "--backend", REPLY, "--index", str(index_dir),
-                "--set", "max_turns=2", "--set", "top_k=2", "--json")
+                "--set", "max_turns=2", "--set", "k=2", "--json")
     assert r.returncode == 0, r.stderr
     rollout = json.loads(r.stdout.strip().splitlines()[-1])
     traj = rollout["trajectories"][0]
@@ -69,15 +69,17 @@ def test_tir_cli():
 def test_config_file_set_and_show_config(tmp_path):
     cfg = tmp_path / "so1.yaml"
     cfg.write_text("max_searches: 3\nsampling:\n  temperature: 0.1\n")
-    r = agentic("run", "search-o1", "--config", str(cfg), "--set", "top_k=4", "--show-config")
+    r = agentic("run", "search-o1", "--config", str(cfg), "--set", "k=4", "--show-config")
     assert r.returncode == 0, r.stderr
     import yaml
 
     shown = yaml.safe_load(r.stdout)
-    assert shown["max_searches"] == 3 and shown["top_k"] == 4
+    assert shown["max_searches"] == 3 and shown["k"] == 4 and "top_k" not in shown
     assert shown["sampling"]["temperature"] == 0.1 and shown["sampling"]["top_p"] == 0.8  # the default kept
     r = agentic("run", "search-o1", "--set", "max_serches=3", "--show-config")
     assert r.returncode == 2 and "unknown setting 'max_serches'" in r.stderr and "max_searches" in r.stderr
+    r = agentic("run", "search-o1", "--set", "top_k=4", "--show-config")  # the old name of k: a clear error
+    assert r.returncode == 2 and "renamed 'k'" in r.stderr and "'sampling.top_k'" in r.stderr
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,7 @@ def test_input_file_offline_table(capsys, tmp_path):
     ([], "exactly one of --question"),
     (["--question", "q", "--set", "variant=90"], "variant=90"),
     (["--question", "q", "--set", "budget=4"], "warmup=16 exceeds budget=4"),
+    (["--question", "q", "--set", "max_tokens=64"], "'max_tokens' is renamed 'sampling.max_tokens'"),
     (["--input", "/nonexistent.jsonl"], "no such file"),
 ])
 def test_errors_are_one_line(capsys, args, message):

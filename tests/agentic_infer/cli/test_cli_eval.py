@@ -55,13 +55,16 @@ def test_run_and_report(tmp_path, data, capsys):
 
 def test_config_file_with_flags_on_top(tmp_path, data, capsys):
     cfg = tmp_path / "run.yaml"
-    cfg.write_text(f"task: hotpotqa\ndata: {data}\nengine: cot\nlimit: 2\nmax_tokens: 64\n"
-                   "engine_options: {{}}\nbackend: fake://?reply=%5Cboxed%7BRush%7D\n".replace("{{}}", "{}"))
+    cfg.write_text(f"task: hotpotqa\ndata: {data}\nengine: cot\nlimit: 2\nsettings: {{sampling: {{max_tokens: 64}}}}\n"
+                   "backend: fake://?reply=%5Cboxed%7BRush%7D\n")
     out_dir = tmp_path / "run"
-    code, _, err = _run(["eval", "run", "--config", str(cfg), "--limit", "3", "--out", str(out_dir), "--quiet"], capsys)
+    code, _, err = _run(["eval", "run", "--config", str(cfg), "--limit", "3", "--out", str(out_dir), "--quiet",
+                         "--set", "sampling.temperature=0.5"], capsys)
     assert code == 0, err
-    record = json.loads((out_dir / "run.json").read_text())["config"]
-    assert record["engine"] == "cot" and record["max_tokens"] == 64  # from the file
+    run = json.loads((out_dir / "run.json").read_text())
+    record = run["config"]
+    assert record["engine"] == "cot" and run["engine_config"]["sampling"]["max_tokens"] == 64  # from the file
+    assert run["engine_config"]["sampling"]["temperature"] == 0.5  # --set merged over the file's settings
     assert record["limit"] == 3 and record["out"] == str(out_dir)  # flags given on the command line win
     bad = tmp_path / "bad.yaml"
     bad.write_text("task: hotpotqa\nlimt: 2\n")
@@ -82,12 +85,16 @@ def test_errors_are_one_line(tmp_path, data, capsys):
     code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "search-o1",
                          "--backend", "fake://"], capsys)
     assert code == 2 and "--corpus" in err
-    code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "cot", "--opt", "bogus=1",
+    code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), "--engine", "cot", "--set", "bogus=1",
                          "--backend", "fake://", "--out", str(tmp_path / "o")], capsys)
-    assert code == 2 and "engine 'cot': unknown option(s) ['bogus']" in err and err.count("\n") == 1
+    assert code == 2 and "unknown setting 'bogus' for DirectConfig" in err and err.count("\n") == 1
+    for old, new in ((["--max-searches", "3"], "--set max_searches=VALUE"), (["--top-k", "3"], "--set k=VALUE"),
+                     (["--max-tokens", "9"], "--set sampling.max_tokens=VALUE"), (["--opt", "a=1"], "--set KEY=VALUE")):
+        code, _, err = _run(["eval", "run", "--task", "hotpotqa", "--data", str(data), *old], capsys)
+        assert code == 2 and f"{old[0]} was removed" in err and new in err, err
     puzzles = tmp_path / "g24.csv"
     puzzles.write_text("Rank,Puzzles\n1,4 6 1 1\n")
-    code, _, err = _run(["eval", "run", "--task", "game24", "--data", str(puzzles), "--engine", "lats", "--opt",
+    code, _, err = _run(["eval", "run", "--task", "game24", "--data", str(puzzles), "--engine", "lats", "--set",
                          "n_childs=2", "--backend", "fake://", "--out", str(tmp_path / "o2")], capsys)
     assert code == 2 and "n_childs" in err and err.count("\n") == 1
 

@@ -190,7 +190,7 @@ async def test_embedded_model_branches_after_the_search_result(embedded_llm):
     from agentic_infer.types import SamplingParams
 
     docs = [Document("d1", "Paris", "Paris is the capital and most populous city of France.")]
-    engine = SearchO1(embedded_llm, InMemoryRetriever(docs), rid=False, first_query="question", top_k=1, max_turns=2,
+    engine = SearchO1(embedded_llm, InMemoryRetriever(docs), rid=False, first_query="question", k=1, max_turns=2,
                       sampling=SamplingParams(max_tokens=8, temperature=0.8))
     cfg = ARPOConfig(per_prompt=3, initial=1, alpha=1.0)  # P >= 1 - 0.2·|ΔH| > τ: always branch while budget lasts
 

@@ -171,9 +171,9 @@ def bad(ans: str, n: int = 400) -> str:
     return "~" * n + f"\\boxed{{{ans}}}"
 
 
-def engine(llm, **kw):
-    opts = dict(mode="online", top_logprobs=K, window=8, temperature=1.0, top_p=1.0, max_tokens=10_000)
-    return DeepConf(llm, **{**opts, **kw})
+def engine(llm, sampling=None, **kw):
+    sampling = {"logprobs": K, "temperature": 1.0, "top_p": 1.0, "max_tokens": 10_000, **(sampling or {})}
+    return DeepConf(llm, **{"mode": "online", "window": 8, **kw}, sampling=sampling)
 
 
 Q = {"question": "q"}
@@ -211,7 +211,7 @@ async def test_offline_reports_every_method_and_records_trajectories():
 async def test_rollout_trajectories_are_the_traces_with_ids_logprobs_and_finish_reasons():
     # offline: a completed trace, one cut at max_tokens; online: a trace stopped below the threshold
     llm = FakeLLM([good("42", 8), "#" * 60], logprob_fn=lp)
-    res = await engine(llm, mode="offline", budget=2, max_tokens=40).run({"id": "ex1", "question": "6*7?"})
+    res = await engine(llm, mode="offline", budget=2, sampling={"max_tokens": 40}).run({"id": "ex1", "question": "6*7?"})
     assert res.example_id == "ex1" and res.engine == "deepconf" and res.chosen is None and res.answer == "42"
     assert len(res.trajectories) == 2 == report(res)["traces_total"]
     assert [t.finish_reason for t in res.trajectories] == ["answer", "length"]
@@ -368,7 +368,8 @@ async def test_online_on_the_embedded_model_stops_where_the_replay_says():
     from agentic_infer.backends import load_llm
 
     llm = load_llm("llamacpp://default")
-    opts = dict(budget=6, warmup=3, max_tokens=48, window=8, tail=8, seed=11, temperature=0.8, top_p=0.95)
+    opts = dict(budget=6, warmup=3, window=8, tail=8,
+                sampling={"max_tokens": 48, "seed": 11, "temperature": 0.8, "top_p": 0.95})
     q = "What is 12 + 30? Answer briefly."
     off_engine, on_engine = DeepConf(llm, mode="offline", **opts), DeepConf(llm, mode="online", tau=None, **opts)
 

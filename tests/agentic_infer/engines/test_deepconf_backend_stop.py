@@ -79,9 +79,9 @@ class ThreadedFakeLLM(FakeLLM):
         return thread_tokens(run, "threaded-fake")
 
 
-def engine(llm, **kw):
-    opts = dict(mode="online", top_logprobs=K, window=8, temperature=1.0, top_p=1.0, max_tokens=10_000)
-    return DeepConf(llm, **{**opts, **kw})
+def engine(llm, sampling=None, **kw):
+    sampling = {"logprobs": K, "temperature": 1.0, "top_p": 1.0, "max_tokens": 10_000, **(sampling or {})}
+    return DeepConf(llm, **{"mode": "online", "window": 8, **kw}, sampling=sampling)
 
 
 def fates(rollout):
@@ -146,8 +146,8 @@ def llama_produced(independent_llm, count_llama_tokens):
 
 async def test_online_on_the_embedded_model_stops_at_the_backend(independent_llm, llama_produced):
     question = "What is 12 + 30? Answer briefly."
-    deepconf = DeepConf(independent_llm, mode="online", budget=4, warmup=2, max_tokens=16, window=4, tail=4,
-                        top_logprobs=5, seed=2, temperature=0.9, top_p=0.95, tau=None)
+    deepconf = DeepConf(independent_llm, mode="online", budget=4, warmup=2, window=4, tail=4, tau=None,
+                        sampling={"max_tokens": 16, "logprobs": 5, "seed": 2, "temperature": 0.9, "top_p": 0.95})
     res = await deepconf.run({"question": question})
     rep = res.metadata["deepconf"]
     assert rep["traces_total"] == 4 == len(llama_produced)  # one generation per trace, in trace order

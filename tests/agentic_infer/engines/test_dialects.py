@@ -25,7 +25,7 @@ def retriever():
 
 async def test_search_r1_formats_docs_and_reads_answer_tag(retriever):
     llm = FakeLLM(["<think>need novel</think><search>Blade Runner novel</search>", "<answer>Philip K. Dick</answer>"])
-    traj = (await SearchO1(llm, retriever, dialect="search_r1", top_k=1).run({"question": "Who?"})).trajectory
+    traj = (await SearchO1(llm, retriever, dialect="search_r1", k=1).run({"question": "Who?"})).trajectory
     obs = traj.segments[2].text
     assert obs.startswith("\n\n<information>Doc 1(Title: Blade Runner) Blade Runner is based")
     assert obs.endswith("</information>\n\n")
@@ -34,14 +34,14 @@ async def test_search_r1_formats_docs_and_reads_answer_tag(retriever):
 
 async def test_r1_searcher_tags(retriever):
     llm = FakeLLM(["<|begin_of_query|>Philip K. Dick<|end_of_query|>", "<answer>American</answer>"])
-    traj = (await SearchO1(llm, retriever, dialect="r1_searcher", top_k=1).run({"question": "q"})).trajectory
+    traj = (await SearchO1(llm, retriever, dialect="r1_searcher", k=1).run({"question": "q"})).trajectory
     assert "<|begin_of_documents|>" in traj.segments[2].text and traj.answer == "American"
 
 
 async def test_asearcher_search_then_access_whole_document(retriever):
     llm = FakeLLM(["<search>Blade Runner</search>", "<access>d2</access>", "<access>nope</access>",
                    "<answer>writer</answer>"])
-    traj = (await SearchO1(llm, retriever, dialect="asearcher", top_k=1).run({"question": "q"})).trajectory
+    traj = (await SearchO1(llm, retriever, dialect="asearcher", k=1).run({"question": "q"})).trajectory
     assert [s.action for s in traj.steps] == ["search", "access", "access"]
     assert "American science fiction writer" in traj.segments[4].text
     assert traj.steps[2].error == "No document with id 'nope'." and traj.usage.tool_errors == 1

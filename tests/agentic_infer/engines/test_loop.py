@@ -212,7 +212,7 @@ async def test_a_langgraph_run_keeps_the_ids_between_turns():
 
     q, eq = "<|begin_search_query|>", "<|end_search_query|>"
     llm = FakeLLM([f"{q}x{eq}", "\\boxed{y}"])
-    graph = search_o1_graph(llm, InMemoryRetriever([Document("d", "t", "text x")]), top_k=1, rid=False)
+    graph = search_o1_graph(llm, InMemoryRetriever([Document("d", "t", "text x")]), k=1, rid=False)
     traj = trajectory_from_state(await graph.ainvoke({"example": {"question": "q"}}))
     assert traj.token_exact and all(p is not None for p in llm.prompt_ids)
     assert llm.prompt_ids[1] + traj.segments[-1].token_ids == traj.token_ids()

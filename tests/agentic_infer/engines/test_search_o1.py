@@ -26,7 +26,7 @@ def retriever():
 
 
 def engine(llm, retriever, rid_llm=None, **kw):
-    return SearchO1(llm, retriever, rid_llm=rid_llm, top_k=2, **kw)
+    return SearchO1(llm, retriever, rid_llm=rid_llm, k=2, **kw)
 
 
 async def test_search_rid_insertion_and_answer(retriever):
@@ -164,9 +164,9 @@ async def test_raw_passages_are_cut_to_passage_chars_at_a_word_boundary(retrieve
 
     assert cut_text("short", 10) == "short" and cut_text("alpha beta gamma", 12) == "alpha beta ..."
     script = [f"{Q}Eiffel Tower{EQ}", "\\boxed{Paris}"]
-    cut = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, top_k=1, passage_chars=30)
+    cut = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, k=1, passage_chars=30)
            .run({"question": "q"})).trajectory
-    whole = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, top_k=1).run({"question": "q"})).trajectory
+    whole = (await SearchO1(FakeLLM(list(script)), retriever, rid=False, k=1).run({"question": "q"})).trajectory
     assert "The Eiffel Tower is a ..." in cut.segments[2].text and "Paris, France" not in cut.segments[2].text
     assert DOCS[0].text in whole.segments[2].text
     with pytest.raises(ConfigError, match="passage_chars=-1"):

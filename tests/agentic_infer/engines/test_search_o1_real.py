@@ -16,7 +16,7 @@ def hotpot_index(tmp_path_factory):
 
 
 async def test_real_model_searches_a_real_index(embedded_llm, hotpot_index):
-    engine = SearchO1(embedded_llm, hotpot_index, max_searches=1, max_turns=2, top_k=3, worked_example=True,
+    engine = SearchO1(embedded_llm, hotpot_index, max_searches=1, max_turns=2, k=3, worked_example=True,
                       assistant_prefix="<|begin_search_query|>Arthur's Magazine", rid_prefill=True,
                       sampling=DEFAULT_SAMPLING.replace(max_tokens=48, seed=0),
                       rid_sampling=DEFAULT_SAMPLING.replace(max_tokens=48, seed=0))

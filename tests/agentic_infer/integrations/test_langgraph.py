@@ -60,7 +60,7 @@ def backends():
 
 
 def graph(llm, rid_llm, **kw):
-    return search_o1_graph(llm, InMemoryRetriever(DOCS), rid_llm=rid_llm, top_k=2, **kw)
+    return search_o1_graph(llm, InMemoryRetriever(DOCS), rid_llm=rid_llm, k=2, **kw)
 
 
 def signature(traj):
@@ -70,7 +70,7 @@ def signature(traj):
 
 async def reference():
     llm, rid = backends()
-    return (await SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, top_k=2).run(EXAMPLE)).trajectory
+    return (await SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, k=2).run(EXAMPLE)).trajectory
 
 
 async def test_graph_matches_the_engine():
@@ -165,7 +165,7 @@ async def test_embeds_in_a_parent_graph():
 
 async def test_episode_state_round_trips_losslessly():
     llm, rid = backends()
-    engine = SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, top_k=2)
+    engine = SearchO1(llm, InMemoryRetriever(DOCS), rid_llm=rid, k=2)
     ep = engine.start(EXAMPLE)
     await engine.loop.step([ep])
     state = ep.to_state()

@@ -33,7 +33,7 @@ def test_extract_24_expression():
 
 
 async def test_the_tree_environment_and_the_eval_task_use_this_checker():
-    from eval.tasks import game24 as task
+    from agentic_infer.tasks import game24 as task
 
     env = Game24Env("1 1 4 6")
     for actions, reward in ((("4 * 6", "1 * 1", "24 * 1"), 1.0), (("4 + 6", "1 + 1", "10 * 2"), 0.0)):

@@ -11,9 +11,8 @@ from agentic_infer.verify import (
     Judge,
     MetricJudge,
     Verdict,
-    exact_match,
+    judge_answers,
     score,
-    score_many,
     write_verdicts,
 )
 
@@ -21,9 +20,10 @@ from agentic_infer.verify import (
 # registry
 
 
-def test_registry_names_the_eval_metrics_and_scores_by_name():
-    assert set(METRICS) == {"em", "f1", "cover_em", "math_equal"}
-    assert METRICS["em"] is exact_match
+def test_one_registry_names_the_plain_metrics_and_the_published_variants():
+    assert {"em", "f1", "cover_em", "math_equal", "search_o1_em", "search_r1_em", "boxed_found"} <= set(METRICS)
+    assert score("search_o1_em", "ignored", ["Paris"], text="so \\boxed{\\text{Paris}}") == 1.0
+    assert score("search_o1_em", "Paris", ["Paris"], text="no box") == 0.0  # its own extraction, not the prediction
     assert score("em", "The Eiffel Tower", ["Eiffel Tower"]) == 1.0
     assert score("f1", "Barack Obama", "Obama") == pytest.approx(2 / 3)
     assert score("cover_em", "it is the big dog", "Dog") == 1.0
@@ -32,8 +32,10 @@ def test_registry_names_the_eval_metrics_and_scores_by_name():
 
 
 def test_registry_errors_name_the_value_and_pass_options_through():
-    with pytest.raises(ConfigError, match=r"metric 'bleu': unknown; choose one of \['cover_em', 'em'"):
+    with pytest.raises(ConfigError, match=r"metric 'bleu': unknown; choose one of \[.*'cover_em', 'em', 'f1'"):
         score("bleu", "a", "a")
+    with pytest.raises(ConfigError, match="'judge_acc' is not rule-based"):
+        score("judge_acc", "a", "a")
     with pytest.raises(ConfigError, match="timeout_s=0"):
         score("math_equal", "x^2", "y", timeout_s=0)
 
@@ -64,7 +66,7 @@ async def test_metric_judge_wraps_any_function_with_options():
 
     judge = MetricJudge(starts_with, n=3)
     assert await judge.score("q", "Paris, France", "Parma") == Verdict("CORRECT", 1.0, "starts_with")
-    got = await score_many(judge, [("q", "Rome", "Paris"), {"question": "q", "prediction": "Pa", "reference": "Pa"}])
+    got = await judge_answers(judge, [("q", "Rome", "Paris"), {"question": "q", "prediction": "Pa", "reference": "Pa"}])
     assert [v.label for v in got] == ["INCORRECT", "CORRECT"]
 
 

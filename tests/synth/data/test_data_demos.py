@@ -8,9 +8,10 @@ import pytest
 
 from agentic_infer.backends.base import encode_continuation, encode_prompt
 from agentic_infer.engines.rid import NOTHING_FOUND
+from agentic_infer.errors import ConfigError
+from agentic_infer.tasks import get_task
 from agentic_infer.testing import FakeLLM
 from agentic_infer.types import IGNORE_INDEX
-from eval.tasks import get_task
 from synth.demos import DemoOptions, Vocab, build_demo, build_demos, gold_plan, variants
 from tests.conftest import shared_data
 
@@ -49,7 +50,7 @@ def test_musique_demos_pass_verification_and_carry_the_evidence(vocab):
 
 
 def test_sft_row_trains_exactly_the_scripted_turns(vocab):
-    [t] = _build(_load("hotpotqa", "hotpotqa_train_100.json", 1), vocab, max_variants=1, top_ks=(3,)).trajectories
+    [t] = _build(_load("hotpotqa", "hotpotqa_train_100.json", 1), vocab, max_variants=1, ks=(3,)).trajectories
     row = t.sft_row()
     assert row["input_ids"] == t.token_ids()
     start = 0
@@ -89,7 +90,14 @@ def _index(ex, keep=lambda d: True):
     return BM25Index.from_documents([d for d in question_paragraphs(ex["raw"]) if keep(d)])
 
 
-VARIANT = {"wording": "subq", "top_k": 3, "order": "given"}
+VARIANT = {"wording": "subq", "k": 3, "order": "given"}
+
+
+def test_documents_per_search_to_vary_is_ks():
+    assert {v["k"] for v in variants(gold_plan(_load("hotpotqa", "hotpotqa_train_100.json", 1)[0])[0],
+                                     DemoOptions(ks=(2, 4), wordings=("subq",)))} == {2, 4}
+    with pytest.raises(ConfigError, match="'top_ks' is renamed 'ks'"):
+        DemoOptions(top_ks=(3,))
 
 
 def test_missing_evidence_is_rejected_with_its_reason(vocab):
@@ -122,14 +130,14 @@ def test_a_wrong_answer_is_rejected_by_verify(vocab):
 
 def test_unanswerable_and_plain_records_have_no_plan(vocab):
     examples = _load("musique", "musique_full_train_100.jsonl", 20)
-    result = _build(examples, vocab, max_variants=1, top_ks=(5,))
+    result = _build(examples, vocab, max_variants=1, ks=(5,))
     assert result.stats["no_plan"].get("unanswerable", 0) >= 5
     assert gold_plan({"id": "x", "question": "q?", "gold": ["a"]}) == (None, "no_structured_evidence")
 
 
 def test_pooled_corpus_variant(vocab):
     examples = _load("hotpotqa", "hotpotqa_train_100.json", 8)
-    result = _build(examples, vocab, corpus="pooled", max_variants=1, top_ks=(5,))
+    result = _build(examples, vocab, corpus="pooled", max_variants=1, ks=(5,))
     assert result.stats["kept"] >= 5  # harder: distractors from every question, still mostly retrieved
     assert all(t.metadata["demo"]["corpus"] == "pooled" for t in result.trajectories)
 
@@ -141,7 +149,7 @@ def test_real_gguf_tokenizer_ids_are_canonical():
     tok = load_tokenizer("default")
     vocab = Vocab(tok)
     [t] = asyncio.run(build_demos(_load("musique", "musique_train_100.json", 1), vocab,
-                                  DemoOptions(max_variants=1, top_ks=(3,)))).trajectories
+                                  DemoOptions(max_variants=1, ks=(3,)))).trajectories
     for seg in t.segments[1:]:
         assert seg.token_ids == tok.encode(seg.text, add_special=False)
     assert t.segments[-1].token_ids[-1] == tok.encode("<|im_end|>", add_special=False)[-1]

@@ -9,9 +9,9 @@ import pytest
 
 from agentic_infer.cli import main
 from agentic_infer.errors import ConfigError
+from agentic_infer.tasks import get_task
 from agentic_infer.testing import FakeLLM
 from agentic_infer.types import IGNORE_INDEX, Rollout
-from eval.tasks import get_task
 from synth.demos import DemoOptions, Vocab, build_demos, write_demos
 from synth.export import export, export_rows, read_trajectories
 from tests.conftest import shared_data
@@ -41,7 +41,7 @@ def test_messages_rows_mark_assistant_turns_trainable_and_tools_not(demo_dir):
 
 def test_tokenized_rows_are_the_trajectory_ids_with_observations_masked(demo_dir):
     trajs = list(read_trajectories(demo_dir))
-    for row, t in zip(export_rows(trajs, "tokenized"), trajs):
+    for row, t in zip(export_rows(trajs, "tokenized", append_eos=None), trajs):
         assert row["input_ids"] == t.token_ids() and len(row["labels"]) == len(row["input_ids"])
         trained = [i for i, lab in zip(row["input_ids"], row["labels"]) if lab != IGNORE_INDEX]
         assert trained == [i for s in t.segments if s.kind == "model" for i in s.token_ids]
@@ -49,8 +49,17 @@ def test_tokenized_rows_are_the_trajectory_ids_with_observations_masked(demo_dir
     t = trajs[0]
     t.token_exact = False
     with pytest.raises(ConfigError, match="token_exact=False"):
-        export_rows([t], "tokenized")
-    assert export_rows([t], "tokenized", allow_inexact=True)[0]["input_ids"] == t.token_ids()
+        export_rows([t], "tokenized", append_eos=None)
+    assert export_rows([t], "tokenized", allow_inexact=True, append_eos=None)[0]["input_ids"] == t.token_ids()
+
+
+def test_tokenized_rows_end_finished_answers_with_a_trained_eos_by_default(demo_dir):
+    trajs = list(read_trajectories(demo_dir))
+    assert {t.finish_reason for t in trajs} == {"answer"}
+    for row, t in zip(export_rows(trajs, "tokenized", eos_token_id=255), trajs):  # the policy of `agentic train sft`
+        assert row["input_ids"] == t.token_ids() + [255] and row["labels"][-1] == 255
+    with pytest.raises(ConfigError, match="needs eos_token_id"):
+        export_rows(trajs, "tokenized")
 
 
 def test_verl_parquet_schemas(demo_dir, tmp_path):
@@ -84,15 +93,21 @@ def test_cli_demos_then_export(tmp_path, capsys):
     out = tmp_path / "d"
     with pytest.raises(SystemExit) as e:
         main(["synth", "demos", "--task", "musique", "--data", str(data), "--limit", "3", "--out", str(out),
-              "--top-k", "3", "--variants", "2"])
+              "--k", "3", "--variants", "2"])
     assert e.value.code == 0
     stats = json.loads((out / "stats.json").read_text())
     lines = (out / "trajectories.jsonl").read_text().splitlines()
     assert stats["kept"] == len(lines) >= 4 and stats["demos_per_min"] > 0
+    with pytest.raises(SystemExit) as e:  # the old spelling of documents per search names the new one
+        main(["synth", "demos", "--task", "musique", "--data", str(data), "--out", str(tmp_path / "o"), "--top-k", "3"])
+    assert e.value.code == 2 and "--top-k was removed: use --k" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         main(["synth", "export", "--in", str(out), "--format", "tokenized", "--out", str(out / "sft.jsonl")])
     assert e.value.code == 0 and len((out / "sft.jsonl").read_text().splitlines()) == len(lines)
-    assert json.loads((out / "stats.json").read_text())["exports"][0]["rows"] == len(lines)
+    exported = json.loads((out / "stats.json").read_text())["exports"][0]
+    assert exported["rows"] == len(lines) and exported["append_eos"] == "finished"
+    eos = exported["eos_token_id"]  # the default tokenizer's end of turn (<|im_end|>), trained after each answer
+    assert all(json.loads(r)["labels"][-1] == eos for r in (out / "sft.jsonl").read_text().splitlines())
     # bad input: one line, exit 2, nothing already written is lost
     before = (out / "trajectories.jsonl").read_text()
     capsys.readouterr()

@@ -6,8 +6,8 @@ import asyncio
 
 from agentic_infer.engines.direct import Direct
 from agentic_infer.engines.group import Group
+from agentic_infer.tasks import get_task
 from agentic_infer.testing import FakeLLM
-from eval.tasks import get_task
 from synth.sft import mean_logprob, rejection_sample, select_sft
 from tests.conftest import shared_data
 

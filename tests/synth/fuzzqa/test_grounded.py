@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agentic_infer.tasks import get_task
+from agentic_infer.tasks._multihop import pooled
 from agentic_infer.tools.retrieval.corpus import parse_literal
 from agentic_infer.tools.retrieval.recipes import pooled_id
-from eval.tasks import get_task
-from eval.tasks._multihop import pooled
 from synth.fuzzqa.grounded import grounded_seed, grounded_seeds
 from tests.conftest import shared_data
 

@@ -9,9 +9,9 @@ import pytest
 from conftest import DOCS, World
 
 from agentic_infer.cli import main
+from agentic_infer.tasks import get_task
+from agentic_infer.tasks._multihop import pooled
 from agentic_infer.testing import FakeLLM
-from eval.tasks import get_task
-from eval.tasks._multihop import pooled
 from synth.fuzzqa import GATES, FuzzQAConfig, run_fuzzqa
 from tests.conftest import shared_data
 
@@ -100,3 +100,18 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         main(["synth", "fuzzqa", "--out", str(tmp_path), "--set", "k_closed_book=0"])
     assert e.value.code == 2 and "k_closed_book" in capsys.readouterr().err
     assert not (tmp_path / "qa.jsonl").exists()
+
+
+def test_judge_kinds_share_eval_vocabulary_and_the_old_spelling_names_the_new_one():
+    from agentic_infer.engines.judge import EquivalenceJudge, YesNoEquivalenceJudge
+    from agentic_infer.errors import ConfigError
+    from agentic_infer.verify import MetricJudge
+    from synth.fuzzqa.run import make_judge
+
+    assert isinstance(make_judge(FuzzQAConfig(judge="yes-no").judge, FakeLLM([]), None), YesNoEquivalenceJudge)
+    assert type(make_judge("json", FakeLLM([]), None)) is EquivalenceJudge
+    assert isinstance(make_judge("f1", FakeLLM([]), None), MetricJudge)
+    with pytest.raises(ConfigError, match="'yesno' is now spelled 'yes-no'"):
+        FuzzQAConfig(judge="yesno")
+    with pytest.raises(ConfigError, match="use one of json, yes-no, em, cover_em, f1"):
+        FuzzQAConfig(judge="xml")

@@ -17,7 +17,7 @@ def test_hotpotqa_embedded_pipeline(tmp_path):
     out = tmp_path / "o"
     cfg = build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "hotpotqa", "path": str(data), "limit": 2},
-        "rollout": {"engine": "direct", "backend": "llamacpp://default", "samples": 2, "max_tokens": 12,
+        "rollout": {"engine": "direct", "backend": "llamacpp://default", "samples": 2, "settings": {"sampling": {"max_tokens": 12}},
                     "temperature": 0.7, "concurrency": 2},
         "judge": {"metrics": ["em", "f1"]},
         "filters": ["length:max_tokens=12", "format", "exact_dedup"]})

@@ -31,7 +31,7 @@ def test_rollout_takes_new_items_while_a_record_is_passed_on_and_stays_bounded(t
             enough.set()
         return "\\boxed{a0}"
 
-    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", samples=1, max_tokens=8, concurrency=2,
+    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", samples=1, settings={"sampling": {"max_tokens": 8}}, concurrency=2,
                        make_llm=lambda: FakeLLM(script))
     out = step(Reader(kind="task", task="nq-open", path=str(data))())
     next(out)  # downstream holds the first record: the loop must go on taking items meanwhile
@@ -49,7 +49,7 @@ def test_engine_errors_drop_the_item_other_errors_raise(tmp_path):
             raise BackendError("server went away")
         return "\\boxed{a0}"
 
-    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", max_tokens=8,
+    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", settings={"sampling": {"max_tokens": 8}},
                        make_llm=lambda: FakeLLM(script))
     kept = list(step(Reader(kind="task", task="nq-open", path=str(data))()))
     assert len(kept) == 3 and step.stats["dropped_engine_error"].total == 1 and step.stats["total"].total == 4
@@ -57,7 +57,7 @@ def test_engine_errors_drop_the_item_other_errors_raise(tmp_path):
     def broken(prompt):
         raise ValueError("a bug")
 
-    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", max_tokens=8,
+    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", settings={"sampling": {"max_tokens": 8}},
                        make_llm=lambda: FakeLLM(broken))
     with pytest.raises(ValueError, match="a bug"):
         list(step(Reader(kind="task", task="nq-open", path=str(data))()))
@@ -91,7 +91,7 @@ def bars(monkeypatch):
 def _rollout_cfg(out, data, **executor):
     return build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "nq-open", "path": str(data)},
-        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "max_tokens": 16},
+        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "settings": {"sampling": {"max_tokens": 16}}},
         "judge": {"metrics": ["em"]}, "filters": ["correct"], "executor": executor})
 
 
@@ -123,7 +123,7 @@ def test_cli_no_progress_flag(tmp_path, nq_file, bars):
     from agentic_infer.cli import main
 
     args = ["synth", "rollouts", "--task", "nq-open", "--data", str(nq_file), "--backend", "fake://?reply=x",
-            "--max-tokens", "8"]
+            "--set", "rollout.settings.sampling.max_tokens=8"]
     for out, flag in (("a", ["--no-progress"]), ("b", [])):
         with pytest.raises(SystemExit) as e:
             main([*args, "--out", str(tmp_path / out), *flag])
@@ -140,7 +140,7 @@ def test_llm_judges_from_the_config(tmp_path, nq_file):
               {"name": "yn", "backend": "fake://?reply=No, equivalent: true", "verdict": "yes-no"}]  # one token: No
     cfg = build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "nq-open", "path": str(nq_file)},
-        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "max_tokens": 16},
+        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "settings": {"sampling": {"max_tokens": 16}}},
         "judge": {"metrics": ["em", *judges], "concurrency": 4}, "filters": ["correct:metric=judge_acc"]})
     stats = run_pipeline(cfg)
     by = {s["step"]: s for s in stats["steps"]}
@@ -158,7 +158,7 @@ def test_llm_judges_from_the_config(tmp_path, nq_file):
 def test_judge_spec_errors_name_the_key():
     with pytest.raises(ConfigError, match="unknown key.*'model'"):
         JudgeConfig(metrics=("em", {"name": "j", "backend": "fake://", "model": "x"}))
-    with pytest.raises(ConfigError, match="verdict='maybe'"):
+    with pytest.raises(ConfigError, match="judge verdict 'maybe': choose one of json, yes-no"):
         JudgeConfig(metrics=({"name": "j", "backend": "fake://", "verdict": "maybe"},))
     with pytest.raises(ConfigError, match="not a backend URI"):
         JudgeConfig(metrics=({"name": "j", "backend": "localhost"},))
@@ -192,7 +192,7 @@ def test_rollout_index_per_question_searches_each_examples_own_paragraphs(tmp_pa
             read.append(prompt)
         return search_policy(prompt)
 
-    step = RolloutStep(engine="search-o1", backend="fake://", task="hotpotqa", max_tokens=128,
+    step = RolloutStep(engine="search-o1", backend="fake://", task="hotpotqa", settings={"sampling": {"max_tokens": 128}},
                        index="per-question", make_llm=lambda: FakeLLM(script))
     trajs = [doc_trajectory(d) for d in step(Reader(kind="task", task="hotpotqa", path=str(data))())]
     assert len(trajs) == 3 and all(t.answer == "Rush" for t in trajs) and len(read) == 3

@@ -36,7 +36,7 @@ def records(out: Path) -> list[tuple]:
 def cli(out: Path, data: Path, delay: float) -> list[str]:
     return [sys.executable, "-m", "agentic_infer", "synth", "rollouts", "--task", "nq-open", "--data", str(data),
             "--engine", "direct", "--backend", f"fake://?reply=\\boxed{{a1}}&token_delay_s={delay}",
-            "--samples", "2", "--max-tokens", "16", "--filters", "length:max_tokens=100", "--out", str(out)]
+            "--samples", "2", "--set", "rollout.settings.sampling.max_tokens=16", "--filters", "length:max_tokens=100", "--out", str(out)]
 
 
 def test_sigkill_then_rerun_loses_nothing_duplicates_nothing_repays_nothing(tmp_path):
@@ -74,7 +74,7 @@ def test_sigkill_then_rerun_loses_nothing_duplicates_nothing_repays_nothing(tmp_
 def _cfg(out: Path, data: Path, tasks: int, workers: int) -> PipelineConfig:
     return build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "nq-open", "path": str(data)},
-        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "max_tokens": 16},
+        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "settings": {"sampling": {"max_tokens": 16}}},
         "judge": {"metrics": ["em"]}, "filters": ["correct"], "executor": {"tasks": tasks, "workers": workers}})
 
 

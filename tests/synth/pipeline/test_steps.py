@@ -39,7 +39,7 @@ def test_reader_errors_name_the_field(tmp_path, nq_file):
 
 def test_rollout_judge_filter_steps(tmp_path, nq_file):
     docs = Reader(kind="task", task="nq-open", path=str(nq_file), limit=2)()
-    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", samples=3, max_tokens=16, temperature=0.7,
+    step = RolloutStep(engine="direct", backend="fake://", task="nq-open", samples=3, settings={"sampling": {"max_tokens": 16, "temperature": 0.7}},
                        make_llm=lambda: FakeLLM(lambda p: "\\boxed{a0}"), cache_path=str(tmp_path / "c.sqlite3"))
     out = list(JudgeStep(metrics=("em",))(step(docs)))
     assert len(out) == 6
@@ -84,7 +84,7 @@ def test_run_writes_stats_card_parquet_dataset(tmp_path, nq_file):
     out = tmp_path / "o"
     cfg = build_config(PipelineConfig, overrides={
         "out": str(out), "reader": {"kind": "task", "task": "nq-open", "path": str(nq_file)},
-        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "max_tokens": 16},
+        "rollout": {"engine": "direct", "backend": "fake://?reply=\\boxed{a1}", "samples": 2, "settings": {"sampling": {"max_tokens": 16}}},
         "judge": {"metrics": ["em"]}, "filters": ["correct", "exact_dedup"],
         "writer": {"parquet": True, "save_to_disk": True}})
     stats = run_pipeline(cfg)

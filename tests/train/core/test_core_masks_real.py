@@ -10,7 +10,7 @@ DOCS = [Document("1", "Paris", "Paris is the capital and largest city of France.
 
 
 async def test_masks_of_a_real_search_o1_trajectory(embedded_llm):
-    engine = SearchO1(embedded_llm, InMemoryRetriever(DOCS), max_searches=1, max_turns=2, top_k=1, rid=False,
+    engine = SearchO1(embedded_llm, InMemoryRetriever(DOCS), max_searches=1, max_turns=2, k=1, rid=False,
                       assistant_prefix="<|begin_search_query|>capital of France",
                       sampling=DEFAULT_SAMPLING.replace(max_tokens=16, seed=0))
     traj = (await engine.run({"id": "q1", "question": "What is the capital of France?"})).trajectory

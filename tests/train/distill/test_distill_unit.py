@@ -88,66 +88,20 @@ def test_stage_hashes_chain():
     a = stage_hashes(S)
     b = stage_hashes(replace(S, sft_lr=1e-4))
     assert [a[k] == b[k] for k in recipe.STAGES] == [True, True, False, False, False, False]
+    c = stage_hashes(replace(S, precision="fp32"))  # precision trains SFT (and GRPO after it) differently
+    assert [a[k] == c[k] for k in recipe.STAGES] == [True, True, False, False, False, False]
+    assert stage_hashes(replace(S, threads=1)) == a
+    with pytest.raises(ConfigError, match="precision='float32'"):
+        DistillSettings(precision="float32")
 
 
-def test_eval_table_pairs_with_the_base(tmp_path):
-    from train.distill.evaluate import table
+def test_passages_per_search_is_k():
+    from agentic_infer.config import build_config
 
-    def write(p, ems):
-        p.mkdir(parents=True)
-        p.joinpath("results.jsonl").write_text("".join(json.dumps(
-            {"index": i, "metrics": {"em": e, "f1": e, "cover_em": e}, "search_calls": i % 2, "prompt_tokens": 10,
-             "completion_tokens": 5, "wall_s": 1.0, "output": "\\boxed{x}" if e else "no"}) + "\n"
-            for i, e in enumerate(ems)))
-        return p
-
-    runs = {"base": {"musique": write(tmp_path / "b", [0, 0, 1, 0])},
-            "distilled": {"musique": write(tmp_path / "d", [1, 0, 1, 1])}}
-    recs = {(r["policy"], r["task"]): r for r in table(runs)}
-    d = recs[("distilled", "all")]
-    assert d["em"]["mean"] == 0.75 and d["em_diff"]["mean"] == 0.5 and d["em_diff"]["n"] == 4
-    assert d["boxed"] == 0.75 and d["searched"] == 0.5 and d["tokens_per_q"] == 15
-    assert "em_diff" not in recs[("base", "musique")]
-
-
-def test_eval_commands_give_the_base_its_help_and_the_policy_the_plain_prompt(tmp_path):
-    from train.distill import evaluate
-    from train.distill.evaluate import run_distill_eval
-
-    (tmp_path / "policy.gguf").write_bytes(b"x")
-    lines = []
-    run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=lines.append, dry_run=True)
-    base = [x for x in lines if x.startswith("[distill-eval] base")]
-    dist = [x for x in lines if x.startswith("[distill-eval] distilled")]
-    assert len(base) == len(dist) == 3
-    assert all("worked_example=true" in x and "--corpus per-question" in x for x in base)
-    assert all("rid=false" in x and "worked_example" not in x and "--limit 2" in x for x in dist)
-    assert all(f"passage_chars={S.passage_chars}" in x for x in dist)
-    assert all('"max_tokens": 128' in x for x in base)  # the demo's Reason-in-Documents cap
-    assert all(f"?n_threads={evaluate.THREADS} " in x for x in base + dist)  # generation on every core
-    only: list[str] = []
-    run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=only.append, dry_run=True, only=("distilled",))
-    assert [x for x in only if x.startswith("[distill-eval] ")][:3] == dist
-    with pytest.raises(ConfigError, match="unknown policy"):
-        run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=only.append, dry_run=True, only=("bse",))
-
-
-def test_eval_notes_questions_that_were_not_scored(tmp_path):
-    from train.distill.evaluate import counted_as_wrong, coverage
-
-    run = tmp_path / "r"
-    run.mkdir()
-    (run / "summary.json").write_text(json.dumps({"n": 3, "n_expected": 5}))
-    (run / "rollouts.jsonl.errors.jsonl").write_text("".join(
-        json.dumps({"id": q, "error": f"ConfigError: 2wiki question '{q}' has no paragraphs"}) + "\n" for q in "ab"))
-    assert coverage({"base": {"2wiki": run}}) == [
-        "- base / 2wiki: 3 of 5 scored; failed: 2 x ConfigError: 2wiki question '...' has no paragraphs"]
-    (run / "results.jsonl").write_text("".join(json.dumps({"index": i, "metrics": {"em": e, "f1": e}}) + "\n"
-                                               for i, e in enumerate([1.0, 0.0, 1.0])))
-    assert counted_as_wrong({"p": {"2wiki": run}}) == [
-        "- p, all 5 questions with the 2 unscored counted as wrong: EM 0.400 (2/5), F1 0.400"]
-    (run / "summary.json").write_text(json.dumps({"n": 5, "n_expected": 5}))
-    assert coverage({"base": {"2wiki": run}}) == []
+    assert S.engine_options["k"] == S.k == 2 and "top_k" not in S.engine_options
+    for make in (lambda: DistillSettings(top_k=3), lambda: build_config(DistillSettings, overrides=["top_k=3"])):
+        with pytest.raises(ConfigError, match="'top_k' is renamed 'k'"):
+            make()
 
 
 def test_a_stopped_stage_keeps_its_folder_only_under_the_same_settings(tmp_path):
@@ -167,18 +121,25 @@ def test_grpo_rewards_score_the_boxed_answer_the_policy_writes():
     assert fmt([done], **{k: v[:1] for k, v in rows.items()}) == [1.0]
 
 
-def test_eval_table_keeps_earlier_results_of_policies_not_run_now(tmp_path, monkeypatch):
+def test_compare_spec_gives_the_base_its_help_and_the_policies_the_plain_prompt(tmp_path):
+    """The spec `make distill-eval` hands to `agentic eval compare`: the settings each policy was trained for."""
     from train.distill import evaluate
 
+    spec = evaluate.compare_spec(replace(S, out=str(tmp_path)))
+    assert list(spec["policies"]) == ["base"]  # no GGUF written yet: only the base
     (tmp_path / "policy.gguf").write_bytes(b"x")
-    row = {"index": 0, "metrics": {"em": 0.0, "f1": 0.0, "cover_em": 0.0}, "output": "no"}
-    base = tmp_path / "eval" / "limit2" / "base" / "musique"
-    base.mkdir(parents=True)
-    (base / "results.jsonl").write_text(json.dumps(row) + "\n")
-    dist = tmp_path / "eval" / "limit2" / "distilled" / "musique"
-    dist.mkdir(parents=True)
-    (dist / "results.jsonl").write_text(json.dumps({**row, "metrics": {"em": 1.0, "f1": 1.0, "cover_em": 1.0}}) + "\n")
-    out = evaluate.run_distill_eval(replace(S, out=str(tmp_path)), limit=2, echo=lambda x: None, dry_run=True,
-                                    only=("distilled",))
-    recs = {(r["policy"], r["task"]): r for r in out["table"]}
-    assert ("base", "musique") in recs and recs[("distilled", "musique")]["em_diff"]["mean"] == 1.0
+    spec = evaluate.compare_spec(replace(S, out=str(tmp_path)))
+    base, dist = spec["policies"]["base"], spec["policies"]["distilled"]
+    assert spec["corpus"] == "per-question" and spec["engine"] == "search-o1" and len(spec["tasks"]) == 3
+    assert base["settings"]["worked_example"] is True and base["settings"]["rid_sampling"]["max_tokens"] == 128
+    assert dist["settings"]["rid"] is False and "worked_example" not in dist["settings"]
+    assert dist["settings"]["passage_chars"] == S.passage_chars and dist["settings"]["sampling"]["max_tokens"] == 256
+    assert all(p["backend"].endswith(f"?n_threads={evaluate.THREADS}") for p in (base, dist))
+    from eval.runner import RunConfig  # the test may look across packages; the library may not
+
+    for name in spec["policies"]:  # each policy's settings are valid Search-o1 settings
+        RunConfig(task="hotpotqa", data="x", engine="search-o1", corpus="per-question",
+                  settings=spec["policies"][name]["settings"]).engine_config()
+    path = evaluate.write_compare_spec(replace(S, out=str(tmp_path)))
+    assert path == tmp_path / "compare.yaml" and "policies:" in path.read_text()
+

@@ -90,15 +90,17 @@ def test_toolrl_reward_parses_calls():
     assert toolrl_reward(RewardInput("<think>t</think><tool_call>{oops</tool_call>", gold=[])) == 1.0 - 3.0
 
 
-def _traj(errors):
-    return Trajectory(steps=[Step("python", error=e) for e in errors])
+def _traj(errors, answer=None):
+    """A trajectory with one tool step per entry of `errors`; `answer` is what its engine extracted."""
+    return Trajectory(steps=[Step("python", error=e) for e in errors], answer=answer)
 
 
 def test_torl_reward():
-    assert torl_reward(RewardInput(r"\boxed{4}", gold="4", trajectory=_traj([None]))) == 1.0
-    assert torl_reward(RewardInput(r"\boxed{5}", gold="4", trajectory=_traj([None]))) == -1.0
-    assert torl_reward(RewardInput(r"\boxed{4}", gold="4", trajectory=_traj(["NameError"]))) == 0.5
-    assert torl_reward(RewardInput(r"\boxed{5}", gold="4", trajectory=_traj(["x"])), exec_penalty=None) == -1.0
+    assert torl_reward(RewardInput(r"\boxed{4}", gold="4", trajectory=_traj([None], "4"))) == 1.0
+    assert torl_reward(RewardInput(r"\boxed{5}", gold="4", trajectory=_traj([None], "5"))) == -1.0
+    assert torl_reward(RewardInput(r"\boxed{4}", gold="4", trajectory=_traj(["NameError"], "4"))) == 0.5
+    assert torl_reward(RewardInput(r"\boxed{5}", gold="4", trajectory=_traj(["x"], "5")), exec_penalty=None) == -1.0
+    assert torl_reward(RewardInput(r"\boxed{4}", gold="4")) == 1.0  # no trajectory: the text's boxed answer
 
 
 def test_otc_and_artist():
@@ -106,7 +108,7 @@ def test_otc_and_artist():
     assert otc_ppo_reward(True, 0, c=4) == 1.0
     assert otc_ppo_reward(True, 2, c=4) == pytest.approx(math.cos(2 * math.pi / 8))
     assert otc_ppo_reward(False, 0, c=4) == 0.0
-    assert otc_reward(RewardInput("<answer>a</answer>", gold="a", trajectory=_traj([None, None])), c=4) == \
+    assert otc_reward(RewardInput("<answer>a</answer>", gold="a", trajectory=_traj([None, None], "a")), c=4) == \
         pytest.approx(math.cos(2 * math.pi / 8))
     assert artist_tool_success(_traj([None, "boom", None, None])) == 0.75
     assert artist_tool_success(Trajectory(usage=Usage(tool_calls=4, tool_errors=1))) == 0.75

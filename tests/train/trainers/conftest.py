@@ -10,11 +10,13 @@ import pytest
 from agentic_infer.types import Rollout, TokenLogprob, Trajectory
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def _one_thread():
+    """Each test starts on one torch thread (2 shared cores: steadier); a `train_sft` / `train_grpo` run inside
+    sets its own `threads` setting, undone after the test."""
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
-    torch.set_num_threads(1)  # 2 shared cores: one thread is steadier
+    torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
 

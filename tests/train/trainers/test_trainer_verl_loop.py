@@ -114,7 +114,7 @@ async def test_search_o1_runs_unchanged_on_the_client(tokenizer):
     retriever = InMemoryRetriever([Document("d1", "Paris", "Paris is the capital of France.")])
     server = SearchServer(tokenizer)
     agent = AgenticAgentLoop(None, server, tokenizer, None,
-                             engine_factory=lambda llm, seed: SearchO1(llm, retriever, rid=False, top_k=1))
+                             engine_factory=lambda llm, seed: SearchO1(llm, retriever, rid=False, k=1))
     out = await agent.run({}, **row())
     assert out["extra_fields"]["answer"] == "Paris" and 0 in out["response_mask"]
     assert all(out["prompt_ids"] + out["response_ids"][:len(c[1]) - len(out["prompt_ids"])] == c[1] for c in server.calls)

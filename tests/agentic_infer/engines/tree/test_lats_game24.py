@@ -37,7 +37,7 @@ PUZZLE = {"question": "1 1 4 6"}
 
 async def test_lats_finds_the_known_solution_judge_only(tmp_path):
     llm = FakeLLM(Game24Policy())
-    res, tree = await searched(lats(llm, options=None, iterations=12, n_children=3, seed=0), PUZZLE)
+    res, tree = await searched(lats(llm, options=None, iterations=12, n_children=3, sampling={"seed": 0}), PUZZLE)
     tree.save(tmp_path / "t.json")
     assert res.metadata["tree"]["feedback"] == "judge" and res.engine == "lats"
     assert res.rewards["correct"] == 1.0, res.metadata

@@ -16,7 +16,7 @@ from agentic_infer.engines.tree import (
     SearchConfigBase,
     SearchSettings,
     Tree,
-    TreeSearch,
+    make_search,
     select_child,
     uct,
 )
@@ -82,7 +82,7 @@ def _search(seed, *, budget=None, p_terminal=0.3, **kw):
     env = RandomEnv(seed, p_terminal)
     cfg = RandomConfig(seed, meter)
     settings = SearchSettings(**{"n_children": 3, "depth_limit": 5, **kw})
-    return TreeSearch(env, cfg, meter, settings, task=f"random-{seed}"), cfg
+    return make_search(env, cfg, meter, settings, task=f"random-{seed}"), cfg
 
 
 def test_uct_arithmetic():
@@ -190,8 +190,8 @@ async def test_resume_from_saved_table(tmp_path):
     path = res.tree.save(tmp_path / "tree.json")
     tree = Tree.load(path)
     meter = Meter(FakeLLM(reply="x"), Budget(iterations=9))
-    again = TreeSearch(RandomEnv(4), RandomConfig(4, meter), meter, SearchSettings(n_children=3, depth_limit=5),
-                       tree=tree)
+    again = make_search(RandomEnv(4), RandomConfig(4, meter), meter, SearchSettings(n_children=3, depth_limit=5),
+                        tree=tree)
     res2 = await again.run()
     assert res2.tree.root.visits == res2.budget["spent"]["iterations"] <= 9
     assert res2.tree.root.visits > 5 or res2.stop_reason == "search space exhausted"

@@ -7,6 +7,7 @@ verdict on the answer it gave."""
 import pytest
 from tree_fakes import searched
 
+from agentic_infer.config import build_config
 from agentic_infer.engines.tree import LATS, RAP, Budget, Game24LATSEnv, LATSOptions
 from agentic_infer.engines.tree.rap import RAPOptions
 from agentic_infer.engines.tree.rap_tasks import GSM8KTask
@@ -17,7 +18,8 @@ PUZZLE = {"question": "1 1 4 6"}
 
 @pytest.mark.slow
 async def test_lats_real_model_short_run(embedded_llm, tmp_path):
-    options = LATSOptions(seed=0, action_max_tokens=16, value_max_tokens=24, reflection_max_tokens=32)
+    options = build_config(LATSOptions, overrides=["sampling.seed=0", "sampling.max_tokens=16", "value_max_tokens=24",
+                                                   "reflection_max_tokens=32"])
     engine = LATS(embedded_llm, lambda ex: Game24LATSEnv(ex["question"]), options, n_children=2, depth_limit=3,
                   budget=Budget(iterations=3, llm_calls=4))
     res, tree = await searched(engine, PUZZLE)
@@ -43,8 +45,8 @@ async def test_lats_real_model_short_run(embedded_llm, tmp_path):
 async def test_rap_real_model_uses_logprobs(embedded_llm):
     # GSM8K: a free-text sub-question always parses, so the 135M model's proposals become children
     # (on Game of 24 it rarely writes a parseable operation, which left nothing to check)
-    engine = RAP(embedded_llm, lambda ex: GSM8KTask(ex["question"]), RAPOptions(
-        seed=0, world_samples=2, action_max_tokens=12, world_max_tokens=24), n_actions=2, depth_limit=2,
+    engine = RAP(embedded_llm, lambda ex: GSM8KTask(ex["question"]), build_config(RAPOptions, overrides={
+        "sampling": {"seed": 0, "max_tokens": 12}, "world_samples": 2, "world_max_tokens": 24}), n_actions=2, depth_limit=2,
         budget=Budget(iterations=1, llm_calls=10))
     question = "Tom has 3 apples and buys 4 more. How many apples does he have?"
     res, tree = await searched(engine, {"question": question})

@@ -35,8 +35,8 @@ def check_recorded_calls(llm, search) -> dict:
 
 
 async def test_lats_on_the_embedded_model(embedded_llm):
-    engine = LATS(embedded_llm, lambda ex: Game24LATSEnv(ex["question"]), seed=0, lam=0.7, n_children=2,
-                  depth_limit=2, action_max_tokens=8, value_max_tokens=8, reflection_max_tokens=8,
+    engine = LATS(embedded_llm, lambda ex: Game24LATSEnv(ex["question"]), sampling={"seed": 0, "max_tokens": 8},
+                  lam=0.7, n_children=2, depth_limit=2, value_max_tokens=8, reflection_max_tokens=8,
                   budget=Budget(iterations=1, llm_calls=2))
     search = engine.search({"question": "1 1 4 6"})
     result = await search.run()
@@ -54,8 +54,8 @@ async def test_lats_on_the_embedded_model(embedded_llm):
 
 
 async def test_rap_on_the_embedded_model(embedded_llm):
-    engine = RAP(embedded_llm, lambda ex: GSM8KTask(ex["question"]), seed=0, n_actions=2, depth_limit=2,
-                 world_samples=1, self_eval_samples=1, action_max_tokens=8, world_max_tokens=8,
+    engine = RAP(embedded_llm, lambda ex: GSM8KTask(ex["question"]), sampling={"seed": 0, "max_tokens": 8},
+                 n_actions=2, depth_limit=2, world_samples=1, self_eval_samples=1, world_max_tokens=8,
                  budget=Budget(iterations=1, llm_calls=3))
     search = engine.search({"question": "Tom has 3 apples and buys 4 more. How many apples does he have?"})
     await search.run()

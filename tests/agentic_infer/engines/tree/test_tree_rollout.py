@@ -17,7 +17,7 @@ PUZZLE = {"id": "p1", "question": "1 1 4 6"}
 
 
 def lats(llm):
-    return LATS(llm, lambda ex: Game24LATSEnv(ex["question"]), iterations=12, n_children=3, seed=0)
+    return LATS(llm, lambda ex: Game24LATSEnv(ex["question"]), iterations=12, n_children=3, sampling={"seed": 0})
 
 
 def rap(llm):

@@ -71,7 +71,7 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="unknown file type '.csv'"):
         read_corpus(tmp_path / "x.csv")
     (tmp_path / "broken.jsonl").write_text('{"text": "ok"}\n{not json\n')
-    with pytest.raises(ParseError, match=r"broken.jsonl:2: not valid JSON"):
+    with pytest.raises(ConfigError, match=r"broken.jsonl:2: not valid JSON"):
         list(read_corpus(tmp_path / "broken.jsonl"))
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ConfigError, match="is a int, not an object"):
