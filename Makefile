@@ -31,7 +31,7 @@ DISTILL_EVAL_ARGS ?=
 demo: $(VENV)/.demo-installed
 	$(BIN)/python -m agentic_infer.demo $(if $(MODEL),--model $(MODEL))
 
-# The whole loop on CPU (44-51 min measured on 2 cores; resumable by stage): runs/distill/policy.gguf + report.md.
+# The whole loop on CPU (39-51 min measured on 2 cores; resumable by stage): runs/distill/policy.gguf + report.md.
 distill: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
 

@@ -129,7 +129,7 @@ class Gatekeeper:
         return gates.solvable(verdicts, min_correct=cfg.min_tools_correct), dict(v.with_tools)
 
     async def no_alternative(self, v: Version, previous: Version | None):
-        [hits] = self.retriever.search([v.question], self.cfg.alternative_top_k)
+        [hits] = self.retriever.search([v.question], self.cfg.alternative_k)
         docs = act.documents_block([(h.title, h.text) for h in hits], chars=self.cfg.doc_chars)
         out = await act.complete(self.llm, act.ALTERNATIVE_PROMPT.format(answer=v.answer, documents=docs,
                                                                          question=v.question), self.params)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentic_infer.config import renamed
 from agentic_infer.engines.judge import RENAMED_VERDICTS, VERDICTS, check_verdict
 from agentic_infer.engines.search_o1 import SearchO1Config
 from agentic_infer.errors import ConfigError
@@ -28,6 +29,7 @@ DEFAULT_TOOLS = SearchO1Config(max_searches=3, k=3, max_turns=4, max_total_token
                                                        logprobs=0))
 
 
+@renamed(alternative_top_k=("alternative_k", "documents per search"))
 @dataclass(frozen=True)
 class FuzzQAConfig:
     """How QAs are written, edited and gated (see the module docstring of `synth.fuzzqa.run`)."""
@@ -43,7 +45,7 @@ class FuzzQAConfig:
     max_tokens: int = 192           # for writing, fuzzing, reading and closed-book answers
     temperature: float = 0.7        # for writing and fuzzing
     covered_overlap: float = 0.8    # a new fact whose content words are this much inside the evidence is covered
-    alternative_top_k: int = 3      # documents shown to the alternative-answer check
+    alternative_k: int = 3          # documents shown to the alternative-answer check (documents per search)
     min_seed_words: int = 40        # seed documents shorter than this are skipped
     doc_chars: int = 1500           # document text shown in prompts
     grounded_phrase: bool = True    # grounded mode: the LLM phrases the base question (else the dataset's own)
@@ -59,7 +61,7 @@ class FuzzQAConfig:
         bad = [a for a in self.actions if a not in ("inject", "fuzz")]
         if not self.actions or bad:
             raise ConfigError(f"FuzzQAConfig.actions={self.actions!r}: use a list of inject / fuzz")
-        for name in ("max_hops", "k_closed_book", "k_tools", "min_tools_correct", "max_tokens", "alternative_top_k",
+        for name in ("max_hops", "k_closed_book", "k_tools", "min_tools_correct", "max_tokens", "alternative_k",
                      "concurrency", "doc_chars"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:

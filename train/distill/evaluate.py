@@ -16,6 +16,7 @@ train writes the spec and eval runs it: train imports nothing from eval.
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def compare_spec(s: DistillSettings) -> dict[str, Any]:
     policies: dict[str, Any] = {"base": {"backend": f"llamacpp://default{threads}", "settings": BASE_SETTINGS}}
     for name, gguf in (("sft", Path(s.out) / "sft" / "model" / "policy.gguf"), ("distilled", Path(s.out) / "policy.gguf")):
         if gguf.is_file():
-            policies[name] = {"backend": f"llamacpp://{gguf.resolve()}{threads}", "settings": plain}
+            policies[name] = {"backend": f"llamacpp://{gguf.resolve()}{threads}", "settings": copy.deepcopy(plain)}
     return {"out": str(Path(s.out) / "eval"), "engine": "search-o1", "corpus": "per-question", "base": "base",
             "tasks": {task: str(Path(s.data_dir) / fname) for task, fname in DEV}, "policies": policies}
 
