@@ -144,7 +144,7 @@ def table(runs: Mapping[str, Mapping[str, Path]], *, base: str = "base") -> list
             rec: dict[str, Any] = {"policy": name, "task": task, "n": len(rows)}
             for m in ("em", "f1", "cover_em"):
                 rec[m] = summarize_values([_metric(r, m) for r in rows])
-                if name != base:
+                if name != base and pairs:  # without base results there is nothing to pair with
                     rec[f"{m}_diff"] = summarize_values([_metric(r, m) - _metric(b, m) for r, b in pairs])
             rec["boxed"] = sum(_boxed(r) for r in rows) / len(rows)
             rec["searched"] = sum(r.get("search_calls", 0) > 0 for r in rows) / len(rows)
@@ -172,8 +172,9 @@ def coverage(runs: Mapping[str, Mapping[str, Path]]) -> list[str]:
             d = _summary(run)
             if d.get("n", 0) < d.get("n_expected", 0):
                 errors = run / "rollouts.jsonl.errors.jsonl"
-                why = Counter(re.sub(r"'[^']*'", "'...'", row["error"])
-                              for _, row in (iter_jsonl(errors, "error records") if errors.is_file() else ()))
+                last = {row.get("id"): re.sub(r"'[^']*'", "'...'", row["error"])  # each item once, however often retried
+                        for _, row in (iter_jsonl(errors, "error records") if errors.is_file() else ())}
+                why = Counter(last.values())
                 lines.append(f"- {name} / {task}: {d['n']} of {d['n_expected']} scored; failed: "
                              + "; ".join(f"{n} x {msg}" for msg, n in why.most_common()))
     return lines

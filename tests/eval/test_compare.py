@@ -8,6 +8,7 @@ import pytest
 
 from agentic_infer.errors import ConfigError
 from eval.compare import compare, counted_as_wrong, coverage, table
+from eval.compare import markdown as compare_markdown
 from tests.eval.test_eval_runner import HOTPOT
 
 
@@ -28,14 +29,16 @@ def test_table_pairs_with_the_base(tmp_path):
     assert d["em"]["mean"] == 0.75 and d["em_diff"]["mean"] == 0.5 and d["em_diff"]["n"] == 4
     assert d["boxed"] == 0.75 and d["searched"] == 0.5 and d["tokens_per_q"] == 15
     assert "em_diff" not in recs[("base", "musique")]
+    alone = table({"distilled": runs["distilled"]})  # no base results: no paired column, not NaN
+    assert all("em_diff" not in r for r in alone) and "nan" not in compare_markdown(alone, None)
 
 
-def test_notes_questions_that_were_not_scored(tmp_path):
+def test_notes_questions_that_were_not_scored(tmp_path):  # "a" failed twice (retried by a rerun): counted once
     run = tmp_path / "r"
     run.mkdir()
     (run / "summary.json").write_text(json.dumps({"n": 3, "n_expected": 5}))
     (run / "rollouts.jsonl.errors.jsonl").write_text("".join(
-        json.dumps({"id": q, "error": f"ConfigError: 2wiki question '{q}' has no paragraphs"}) + "\n" for q in "ab"))
+        json.dumps({"id": q, "error": f"ConfigError: 2wiki question '{q}' has no paragraphs"}) + "\n" for q in "aba"))
     assert coverage({"base": {"2wiki": run}}) == [
         "- base / 2wiki: 3 of 5 scored; failed: 2 x ConfigError: 2wiki question '...' has no paragraphs"]
     (run / "results.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "index": i, "metrics": {"em": e, "f1": e}})
