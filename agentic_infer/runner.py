@@ -25,21 +25,21 @@ The toolkit's one JSONL and bounded-concurrency toolbox, shared by eval, synth a
 - `append_jsonl(path, record)`: one record appended as one flushed line (`fsync=True`: on disk);
 - `write_jsonl(path, records)` / `atomic_open(path)`: replace a whole file atomically (a kill leaves the old
   file or the new one); `repair_jsonl(path)`: drop the torn last line a kill left;
-- `gather_bounded(fn, items, concurrency)`: `[await fn(x) for x in items]` with at most `concurrency` at once.
+- `gather_bounded` (from `agentic_infer.concurrency`): `[await fn(x) for x in items]`, at most `concurrency` at once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gzip
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from agentic_infer.concurrency import gather_bounded
 from agentic_infer.engines.base import Engine, EpisodicEngine, example_id
 from agentic_infer.errors import AgenticError, ConfigError
 from agentic_infer.types import Rollout
@@ -136,33 +136,6 @@ def repair_jsonl(path: str | Path) -> None:
     log.warning("%s: dropping a torn last line (%d bytes)", path, len(data) - len(keep))
     with atomic_open(path, "wb") as f:
         f.write(keep)
-
-
-async def gather_bounded(fn: Callable[[T], Awaitable[R]], items: Iterable[T], concurrency: int) -> list[R]:
-    """`[await fn(x) for x in items]`, at most `concurrency` calls at once; results in the order of `items`.
-
-    `concurrency=1` runs them one after another, in order. The first error (or a cancellation) cancels the
-    calls still running or waiting and is raised once they have all stopped, so none is left orphaned. Handle
-    per-item failures inside `fn` (return a marker) when the others should go on."""
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise ConfigError(f"concurrency={concurrency!r}: must be an integer >= 1")
-    items = list(items)
-    if concurrency == 1:
-        return [await fn(x) for x in items]
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(x: T) -> R:
-        async with limit:
-            return await fn(x)
-
-    tasks = [asyncio.ensure_future(one(x)) for x in items]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 class Progress:

@@ -35,7 +35,13 @@ from typing import Any
 
 from agentic_infer.config import config_to_dict, renamed
 from agentic_infer.engines.judge import check_verdict, make_judge
-from agentic_infer.engines.registry import EngineParts, build_engine, engine_config, get_engine
+from agentic_infer.engines.registry import (
+    EngineParts,
+    build_engine,
+    check_retriever,
+    engine_config,
+    get_engine,
+)
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import load_rollouts, repair_jsonl, run_many, write_jsonl
 from agentic_infer.tasks import get_task
@@ -82,9 +88,7 @@ class RunConfig:
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: must be >= 1")
         self.engine_config()  # validates the engine's settings
-        if get_engine(self.engine).needs_retriever and not (self.index or self.corpus):
-            raise ConfigError(f"engine {self.engine!r} searches: give an index (--index DIR) or a corpus "
-                              "(--corpus per-question|pooled|wiki-vital)")
+        check_retriever(self.engine, bool(self.index or self.corpus))
 
     def engine_config(self) -> Any:
         """The config the engine reads (the registry's run defaults < `settings`)."""

@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from agentic_infer.concurrency import gather_bounded
 from agentic_infer.engines.base import Engine, example_id
 from agentic_infer.errors import ConfigError
-from agentic_infer.runner import gather_bounded
 from agentic_infer.types import Rollout, Usage
 
 

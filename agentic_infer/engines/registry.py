@@ -104,6 +104,14 @@ def engine_config(name: str | EngineSpec, settings: Settings = (), *, file: str 
     return build_config(spec.config, file=file, overrides=parse_overrides(settings), base=base, source=source)
 
 
+def check_retriever(name: str | EngineSpec, has_source: bool) -> None:
+    """A ConfigError when the engine searches and the run names no index or corpus."""
+    spec = get_engine(name)
+    if spec.needs_retriever and not has_source:
+        raise ConfigError(f"engine {spec.name!r} searches: give an index (--index DIR) or a corpus "
+                          "(--corpus per-question|pooled|wiki-vital)")
+
+
 def with_seed(cfg: Any, seed: int | None) -> Any:
     """`cfg` with `sampling.seed` set (every registered config has a nested `sampling`)."""
     return dataclasses.replace(cfg, sampling=cfg.sampling.replace(seed=seed))
@@ -117,9 +125,7 @@ def build_engine(name: str | EngineSpec, parts: EngineParts, cfg: Any = None, *,
         cfg = engine_config(spec, samples=samples)
     if not isinstance(cfg, spec.config):
         raise ConfigError(f"engine {spec.name!r} takes a {spec.config.__name__}, not a {type(cfg).__name__}")
-    if spec.needs_retriever and parts.retriever_for is None:
-        raise ConfigError(f"engine {spec.name!r} searches: give an index (--index DIR) or a corpus "
-                          "(--corpus per-question|pooled|wiki-vital)")
+    check_retriever(spec, parts.retriever_for is not None)
     if spec.samples_internally or samples == 1:
         return spec.build(parts, cfg)
     first = cfg.sampling.seed or 0

@@ -21,12 +21,12 @@ Not covered: writing verdicts into records (`verify.write_verdicts`), building L
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentic_infer.errors import AgenticError, ConfigError
+from agentic_infer.concurrency import gather_bounded
+from agentic_infer.errors import AgenticError
 from agentic_infer.verify.judge import Judge, Verdict
 from agentic_infer.verify.normalize import Gold
 from agentic_infer.verify.registry import golds
@@ -55,10 +55,6 @@ def no_answer(judge: Judge, answer: str | None) -> Verdict | None:
 async def judge_answers(judge: Judge, items: Iterable[JudgeItem], *, concurrency: int = 8,
                         skip_failures: bool = False) -> list[Verdict | None]:
     """One verdict per (question, answer, gold) item, by the rule of the module docstring, in input order."""
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"judge_answers: concurrency={concurrency!r} must be an integer >= 1")
-    sem = asyncio.Semaphore(concurrency)
-
     async def one(item: JudgeItem) -> Verdict | None:
         question, answer, gold = _unpack(item)
         refs: Sequence[str] = golds(gold)
@@ -66,16 +62,15 @@ async def judge_answers(judge: Judge, items: Iterable[JudgeItem], *, concurrency
         empty = no_answer(judge, answer)
         if empty is not None:
             return empty
-        async with sem:
-            try:
-                return await judge.score(question, answer, reference)
-            except AgenticError as e:
-                if not skip_failures:
-                    raise
-                log.warning("judge failed on %r (%s); no verdict for it", question[:80], e)
-                return None
+        try:
+            return await judge.score(question, answer, reference)
+        except AgenticError as e:
+            if not skip_failures:
+                raise
+            log.warning("judge failed on %r (%s); no verdict for it", question[:80], e)
+            return None
 
-    return list(await asyncio.gather(*(one(i) for i in items)))
+    return await gather_bounded(one, items, concurrency)
 
 
 async def judge_answer(judge: Judge, question: str, answer: str | None, gold: Gold) -> Verdict:

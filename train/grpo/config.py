@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_infer.config import renamed
+from agentic_infer.engines.registry import get_engine
 from agentic_infer.errors import ConfigError
 from train.grpo.rollout import BRANCHING, branching_config
 from train.grpo.trainer import Estimator
@@ -59,9 +60,9 @@ class GRPOSettings:
 
     def __post_init__(self) -> None:
         check_settings(self.precision, self.threads, self.trl)
+        get_engine(self.engine)  # the registry's names ("search_o1" -> did you mean 'search-o1'?)
         if self.engine not in ENGINES:
-            old = " (engine names are the registry's: search-o1)" if self.engine == "search_o1" else ""
-            raise ConfigError(f"engine={self.engine!r}{old}: choose one of {ENGINES}")
+            raise ConfigError(f"engine={self.engine!r}: GRPO trains loop engines; choose one of {ENGINES}")
         if self.reward not in REWARDS:
             raise ConfigError(f"reward={self.reward!r}: choose one of {REWARDS}")
         if self.num_generations < 2 or self.batch_size % self.num_generations:

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from agentic_infer.backends.base import LLM, count_prompt_tokens, encode_prompt
+from agentic_infer.concurrency import gather_bounded
 from agentic_infer.config import build_config, config_to_dict, renamed
 from agentic_infer.engines.base import example_id
 from agentic_infer.engines.deepconf.confidence import (
@@ -67,7 +68,6 @@ from agentic_infer.engines.deepconf.confidence import (
     variant_keep,
 )
 from agentic_infer.errors import AgenticError, ConfigError
-from agentic_infer.runner import gather_bounded
 from agentic_infer.types import (
     MAX_TOP_LOGPROBS,
     Message,

@@ -115,3 +115,12 @@ def test_judge_kinds_share_eval_vocabulary_and_the_old_spelling_names_the_new_on
         FuzzQAConfig(judge="yesno")
     with pytest.raises(ConfigError, match="use one of json, yes-no, em, cover_em, f1"):
         FuzzQAConfig(judge="xml")
+
+
+def test_alternative_k_is_documents_per_search_and_the_old_key_names_it():
+    from agentic_infer.errors import ConfigError
+    from synth.fuzzqa.config import FuzzQAConfig
+
+    assert FuzzQAConfig(alternative_k=5).alternative_k == 5
+    with pytest.raises(ConfigError, match="'alternative_top_k' is renamed 'alternative_k'"):
+        FuzzQAConfig(alternative_top_k=5)
