@@ -169,6 +169,20 @@ def _dataclass_type(tp: Any) -> type | None:
     return None
 
 
+def _takes_float(tp: Any) -> bool:
+    """The field is a float (`float`, `float | None`), not also a str."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+    return float in args and str not in args
+
+
+def _yaml_float(text: str) -> float | str:
+    """A number YAML 1.1 reads as a string (`5e-5`: no dot) as the float it means; other text unchanged."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _check_keys(cls: type, layer: Mapping[str, Any], where: str, prefix: str = "") -> None:
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if f.init]
@@ -194,6 +208,8 @@ def _build(cls: type[T], values: Mapping[str, Any], where: str) -> T:
             v = _build(sub, v, f"{where}.{f.name}")
         elif isinstance(v, list) and typing.get_origin(hints.get(f.name)) is tuple:
             v = tuple(v)
+        elif isinstance(v, str) and _takes_float(hints.get(f.name)):
+            v = _yaml_float(v)
         kwargs[f.name] = v
     try:
         return cls(**kwargs)

@@ -1,4 +1,4 @@
-"""Test doubles that users need too: a scripted LLM backend.
+"""Test doubles that users need too: a scripted LLM backend and a scripted environment (`CounterEnv`).
 
 `FakeLLM(responses)` is a real backend in every respect but the model: `responses` is a list of
 strings returned in order, one per generated completion, or a callable `prompt -> str`. It honours
@@ -19,12 +19,14 @@ model's, `agentic_infer.backends.tokenizer.load_tokenizer`) to script a real voc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from agentic_infer.backends.base import BaseLLM, tokenize
 from agentic_infer.backends.chat_template import CHATML, ChatTemplate
-from agentic_infer.errors import BackendError
+from agentic_infer.envs.base import CallResult, Check, Env, EnvVerdict, Refusal, function_schema
+from agentic_infer.envs.registry import EnvSpec
+from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.types import Message, SamplingParams, TokenLogprob, TopLogprob
 
 
@@ -119,3 +121,94 @@ class FakeLLM(BaseLLM):
         if self._bytes:
             return chr(tid) if tid < 128 else ""
         return self._tokenizer.decode([tid])
+
+
+# ------------------------------------------------------------------------------------------ a scripted env
+
+class CounterEnv(Env):
+    """A tiny scripted environment (a counter to bring to a target), for engine, eval and RL tests.
+
+    Task row: `{"id", "target": int, "start": int = 0, "replies": [str, ...] = [], "stop_tool": bool = True}`.
+    Tools: `add {n: int}` (refused unless -10 <= n <= 10; per-step reward 1.0 when the value got closer to the
+    target, else 0.0), `get {}` (the value), and, unless `stop_tool` is false, `stop {}` (terminal: `done`).
+    `reply(message)` returns the row's `replies` one by one, then None (the episode ends). State
+    `{"value": v}`. `verify(response)`: checks "value" (value == target) and "reported" (str(target) appears
+    in the response); reward = the share of checks passed.
+
+        register_env(counter_env_spec("counter-test"))   # the tests register it under their own name
+        make_env("counter-test", {"id": "c1", "target": 3})
+    """
+
+    name = "counter"
+
+    def __init__(self, task_row: Mapping[str, Any], **options: Any):
+        super().__init__()
+        if options:
+            raise ConfigError(f"CounterEnv takes no options, got {sorted(options)}")
+        if not isinstance(task_row.get("target"), int):
+            raise ConfigError(f"CounterEnv: task row {dict(task_row)!r} needs an int 'target'")
+        self.target = int(task_row["target"])
+        self.value = int(task_row.get("start", 0))
+        self.replies = [str(r) for r in task_row.get("replies", ())]
+        self.replied = 0
+        self.stop_tool = bool(task_row.get("stop_tool", True))
+
+    def tools(self) -> list[dict[str, Any]]:
+        tools = [function_schema("add", "Add n (an integer from -10 to 10) to the counter.",
+                                 {"n": {"type": "integer", "description": "the amount to add"}}, ["n"]),
+                 function_schema("get", "Read the counter.", {})]
+        if self.stop_tool:
+            tools.append(function_schema("stop", "End the session (terminal).", {}))
+        return tools
+
+    def instructions(self) -> str:
+        return "You operate a counter. Bring it to the target, then tell the user its value."
+
+    def first_observation(self) -> str:
+        return f"Please bring the counter from {self.value} to {self.target}."
+
+    def execute(self, tool: str, arguments: dict[str, Any]) -> CallResult:
+        if tool == "get":
+            return CallResult(str(self.value))
+        if tool == "stop":
+            self.done = True
+            return CallResult("Session ended.")
+        n = arguments.get("n")
+        if not isinstance(n, int) or isinstance(n, bool) or not -10 <= n <= 10:
+            raise Refusal(f"n must be an integer from -10 to 10, got {n!r}")
+        before = abs(self.target - self.value)
+        self.value += n
+        return CallResult(f"The counter is now {self.value}.", info={"delta": n},
+                          reward=1.0 if abs(self.target - self.value) < before else 0.0)
+
+    async def reply(self, message: str) -> str | None:
+        if self.replied >= len(self.replies):
+            return None
+        self.replied += 1
+        return self.replies[self.replied - 1]
+
+    def state(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+    def _set_mutable(self, value: Any) -> None:
+        self.value = int(value["value"])
+
+    def _extra(self) -> dict[str, Any]:
+        return {"replied": self.replied}
+
+    def _set_extra(self, extra: Mapping[str, Any]) -> None:
+        self.replied = int(extra.get("replied", 0))
+
+    def verify(self, response: str) -> EnvVerdict:
+        at_target, reported = self.value == self.target, str(self.target) in (response or "")
+        checks = [Check("value", at_target, "" if at_target else f"value {self.value} != target {self.target}"),
+                  Check("reported", reported, "" if reported else f"{self.target} is not in the response")]
+        return EnvVerdict(sum(c.passed for c in checks) / len(checks), checks, info={"value": self.value})
+
+
+def counter_env_spec(name: str = "counter-test", *, default_files: tuple[str, ...] = ()) -> EnvSpec:
+    """An `EnvSpec` for `CounterEnv` under `name` (register it with `register_env` in a test)."""
+    return EnvSpec(name=name, description="a counter to bring to a target (test double)", make=CounterEnv,
+                   tools=("add", "get", "stop"), task_format="{id, target: int, start?: int, replies?: [str]}",
+                   reward="share of the checks value == target and target stated in the response",
+                   default_files=default_files)

@@ -7,6 +7,8 @@
     agentic eval judge-check --task hotpotqa --data PATH --judge URI --judge-verdict yes-no --pairs 100
 
     agentic eval compare runs/distill/compare.yaml --limit 20          # policies vs a base, paired differences
+    agentic eval run --task retail --data ../shared/data/tools/tau_retail_db/retail_tasks_dev.jsonl --samples 4 \
+        --out runs/retail                                            # an env task: engine env, pass^1..4
 
 The library functions are `agentic_infer.tasks.list_tasks`, `eval.runner.run_eval`, `eval.compare.compare` and
 `eval.report.write_report`.
@@ -62,7 +64,7 @@ def run_cmd(
     ctx: typer.Context,
     task: Annotated[Optional[str], typer.Option("--task", help="Task name (see `agentic eval tasks`).")] = None,  # noqa: UP007
     data: Annotated[Optional[Path], typer.Option("--data", help="The benchmark file, in the task's published format.")] = None,  # noqa: UP007
-    engine: Annotated[str, typer.Option("--engine", help="direct|cot|search-o1|tir|deepconf|lats|rap")] = "direct",
+    engine: Annotated[Optional[str], typer.Option("--engine", help="direct|cot|search-o1|tir|deepconf|lats|rap|env (default: the task's first; env tasks: env)")] = None,  # noqa: UP007
     backend: Annotated[str, typer.Option("--backend", help="Backend URI.")] = "llamacpp://default",
     index: Annotated[Optional[Path], typer.Option("--index", help="A built search index directory.")] = None,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="per-question | pooled | wiki-vital")] = None,
@@ -88,6 +90,7 @@ def run_cmd(
     """Run one engine on one task; resumable (rerun the same command to continue)."""
     from agentic_infer.config import build_config, merge_settings, parse_overrides, read_config_file
     from agentic_infer.engines.registry import engine_config
+    from agentic_infer.tasks import get_task
     from agentic_infer.tasks.base import parse_fields
     from eval.runner import RunConfig, run_eval
 
@@ -107,6 +110,8 @@ def run_cmd(
             settings[k] = merge_settings(settings.get(k) or {}, v)
         elif k in given or k not in settings:
             settings[k] = v
+    if show_config and settings.get("task") and get_task(settings["task"]).family == "env":  # on the task's env
+        show_settings(build_config(RunConfig, overrides={**settings, "data": settings.get("data") or ""}, source="eval run").engine_config())
     if show_config:
         show_settings(engine_config(settings.get("engine") or "direct", settings.get("settings") or {},
                                     samples=settings.get("samples") or 1))

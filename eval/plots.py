@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from agentic_infer.verify import score  # noqa: E402
+from agentic_infer.verify.registry import METRICS  # noqa: E402
 from eval.stats import majority  # noqa: E402
 
 
@@ -67,11 +68,14 @@ def search_calls(runs: Sequence[dict[str, Any]], path: Path) -> Path | None:
 
 
 def budget_curve(run: dict[str, Any]) -> list[tuple[int, float]]:
-    """Majority-vote accuracy over the first k sampled answers, for k = 1..K (from `predictions`)."""
+    """Majority-vote accuracy over the first k sampled answers, for k = 1..K (from `predictions`); [] when the
+    primary metric is no rule-based metric."""
     rows = [row for row in run["rows"] if row.get("predictions")]
     if not rows:
         return []
     primary = run["summary"].get("primary") or "em"
+    if primary not in METRICS:  # no rule to score a voted answer with (e.g. an env task's engine verdict)
+        return []
     kmax = min(len(row["predictions"]) for row in rows)
     curve = []
     for k in range(1, kmax + 1):

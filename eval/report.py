@@ -23,7 +23,7 @@ from eval import plots
 from eval.summary import read_results, summarize
 
 TABLE_METRICS = ("em", "f1", "cover_em", "judge_acc", "search_o1_acc_backoff", "math_equal", "game24_valid",
-                 "bfcl_ast")
+                 "bfcl_ast", "env_success", "env_reward")
 MAX_DIFF_ROWS = 40
 
 
@@ -47,7 +47,7 @@ def _fmt(m: dict[str, float] | None) -> str:
 
 
 def comparison(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    extra = [k for r in runs for k in r["summary"]["metrics"] if k.startswith(("pass@", "maj@"))]
+    extra = [k for r in runs for k in r["summary"]["metrics"] if k.startswith(("pass@", "pass^", "maj@"))]
     metrics = [m for m in TABLE_METRICS if any(m in r["summary"]["metrics"] for r in runs)]
     metrics += list(dict.fromkeys(extra))
     header = ["run", "task", "engine", "corpus", "n"] + [f"{m} (95% CI)" for m in metrics] + [

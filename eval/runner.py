@@ -20,6 +20,9 @@ The run directory (`--out DIR`):
 With `--judge URI`, the judge scores every item it has not judged after generation (`eval.judging`: the
 verdicts go into the rollouts, then the rows), so adding `--judge` to a finished run's command judges it
 without regenerating anything.
+Env tasks (`agentic_infer.tasks.envs`, e.g. `--task retail`) run on engine "env" (their default and only one)
+over the task's env: the engine gets the whole task row, its verdict gives the metrics (`eval.scoring`), and
+`--samples k` adds tau-bench's pass^1..k.
 Not covered: distributing one run over several machines (shard with --limit / separate DIRs).
 """
 
@@ -45,6 +48,9 @@ from agentic_infer.engines.registry import (
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import load_rollouts, repair_jsonl, run_many, write_jsonl
 from agentic_infer.tasks import get_task
+from agentic_infer.tasks.base import Task
+from agentic_infer.tasks.envs import engine_input as env_engine_input
+from agentic_infer.tasks.envs import run_env_options
 from agentic_infer.tools.retrieval.corpora import check_source, retriever_factory
 from agentic_infer.types import Rollout
 from eval.judging import judge_id, judge_rollouts
@@ -66,7 +72,7 @@ class RunConfig:
 
     task: str
     data: str
-    engine: str = "direct"
+    engine: str | None = None  # None: the task's first engine ("direct"; an env task's only one, "env")
     out: str = "runs/eval"
     backend: str = DEFAULT_BACKEND
     index: str | None = None
@@ -87,8 +93,25 @@ class RunConfig:
         check_verdict(self.judge_verdict)
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: must be >= 1")
+        self._task_engine()
         self.engine_config()  # validates the engine's settings
         check_retriever(self.engine, bool(self.index or self.corpus))
+
+    def _task_engine(self) -> None:
+        """The task's default engine when none is given; an env task runs on engine "env" only, on its env."""
+        task = get_task(self.task)
+        self.engine = self.engine or task.engines[0]
+        if (task.family == "env") != (self.engine == "env"):
+            fix = ("drop --engine (or pass --engine env)" if task.family == "env" else
+                   "choose an env task (agentic eval tasks: family env) or another engine")
+            raise ConfigError(f"task {task.name!r} (family {task.family}) with engine {self.engine!r}: env tasks run "
+                              f"on engine 'env' and engine 'env' runs env tasks only; {fix}")
+        if task.family == "env":
+            env = self.settings.get("env", task.name)
+            if env != task.name:
+                raise ConfigError(f"--set env={env}: task {task.name!r} runs env {task.name!r}; drop --set env")
+            options = {**run_env_options(task, self.data), **(self.settings.get("env_options") or {})}
+            self.settings = {**self.settings, "env": task.name, **({"env_options": options} if options else {})}
 
     def engine_config(self) -> Any:
         """The config the engine reads (the registry's run defaults < `settings`)."""
@@ -105,6 +128,14 @@ class RunConfig:
 
 
 # ----------------------------------------------------------------------------------- the run
+
+def engine_input(task: Task, ex: Mapping[str, Any]) -> dict[str, Any]:
+    """What the engine runs on: the example's id and question (never its gold); for an env task the whole task
+    row (the env engine builds the env from it; the env keeps the gold to itself)."""
+    if task.family == "env":
+        return env_engine_input(ex)
+    return {"id": ex["id"], "question": ex["question"]}
+
 
 def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested settings as dotted keys (`engine_config.sampling.max_tokens`), to name what differs."""
@@ -186,7 +217,7 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
             sink.flush()
             has_row.add(ex["id"])
 
-        rollouts = await run_many(engine, [{"id": ex["id"], "question": ex["question"]} for _, ex in todo],
+        rollouts = await run_many(engine, [engine_input(task, ex) for _, ex in todo],
                                   concurrency=cfg.concurrency, out=rollouts_path, progress=progress, prepare=score,
                                   on_rollout=write_row)
         for j, rollout in enumerate(rollouts):  # rollouts of a run killed before their row was written

@@ -11,6 +11,10 @@ one trajectory's answer go into `rollout.rewards` only: pass@1, pass@k and maj@k
 Search-o1's answer backoff (it scores the direct run's answer when this one is empty). The eval row is
 a flat view of the rollout (prediction, metrics, tokens, calls, the output text) for summaries and
 reports; the trajectories themselves stay in `rollouts.jsonl` (the row lists their ids).
+Env tasks (family "env") are not re-scored from text: the env engine verified each episode against its env
+and wrote `env_success` / `env_reward` into each trajectory's rewards; those are the verdicts (sample 0's go
+into `rollout.rewards`), and k samples add tau-bench's pass^j for j = 1..k (C(c, j) / C(k, j), c = successes;
+a run's mean over tasks is its pass^j) and pass@k.
 Not covered: LLM-judge verdicts (`eval.judging`, a phase after generation).
 """
 
@@ -20,8 +24,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentic_infer.engines.group import Group
+from agentic_infer.errors import ConfigError
 from agentic_infer.tasks.base import Task
-from agentic_infer.types import Rollout
+from agentic_infer.types import Rollout, Trajectory
 from agentic_infer.verify import (
     Scored,
     backoff,
@@ -33,7 +38,7 @@ from agentic_infer.verify import (
     search_o1_answer,
     write_verdicts,
 )
-from eval.stats import majority, pass_at_k
+from eval.stats import majority, pass_at_k, pass_hat_k
 
 if TYPE_CHECKING:
     from agentic_infer.engines.registry import EngineSpec
@@ -52,9 +57,32 @@ def _verdicts(task: Task, ex: Mapping[str, Any], answer: str | None, text: str) 
     return score_all(task.metrics, Scored(answer, ex["gold"], text=text, example=ex))
 
 
+def engine_verdicts(task: Task, traj: Trajectory | None) -> dict[str, float]:
+    """An env task's verdicts on one sample: the env engine's, read from its trajectory's rewards."""
+    missing = [m for m in task.metrics if traj is None or m not in traj.rewards]
+    if missing:
+        raise ConfigError(f"task {task.name!r}: the rollout carries no {missing} rewards; env tasks run on the "
+                          "env engine, which verifies each episode (--engine env)")
+    return {m: float(traj.rewards[m]) for m in task.metrics}  # type: ignore[union-attr]
+
+
+def _env_item_verdicts(task: Task, rollout: Rollout) -> list[str]:
+    samples = [engine_verdicts(task, p.trajectory) for p in Group.split(rollout)]
+    write_verdicts(rollout, samples[0])
+    extra: dict[str, float] = {}
+    if len(samples) > 1:
+        k, c = len(samples), sum(v[task.primary] >= 1.0 for v in samples)
+        extra = {f"pass^{j}": pass_hat_k(k, c, j) for j in range(1, k + 1)}
+        extra[f"pass@{k}"] = float(c > 0)
+    rollout.rewards.update(extra)
+    return [*samples[0], *extra]
+
+
 def write_item_verdicts(task: Task, spec: EngineSpec, ex: Mapping[str, Any], rollout: Rollout, *,
                         direct_pred: str | None = None, has_backoff: bool = False) -> list[str]:
     """Score one item and write its verdicts (see the module docstring); returns the metric names written."""
+    if task.family == "env":
+        return _env_item_verdicts(task, rollout)
     parts = Group.split(rollout)
     first = parts[0]
     answer = _verdicts(task, ex, first.answer, spec.text(first))

@@ -2,6 +2,7 @@
 
 - `bootstrap_ci(values, n_boot=1000, level=0.95, seed=0)`: percentile bootstrap of the mean.
 - `pass_at_k(n, c, k)`: the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k).
+- `pass_hat_k(n, c, k)`: tau-bench's pass^k, C(c, k) / C(n, k): all of k samples drawn from n are correct.
 - `majority(answers, key=...)`: the most frequent answer (ties: the earliest seen), for maj@k.
 Not covered: paired tests between runs (the report shows per-question diffs instead).
 """
@@ -42,6 +43,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Probability that all k samples drawn from n (c of them correct) are correct (tau-bench's pass^k)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ConfigError(f"pass_hat_k(n={n}, c={c}, k={k}): need 0 <= c <= n and 1 <= k <= n")
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def majority(answers: Sequence[Any], *, key: Callable[[Any], Hashable] | None = None) -> Any:

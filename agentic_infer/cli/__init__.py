@@ -23,7 +23,7 @@ from agentic_infer.errors import AgenticError
 # only if it is absent, never silently on other errors. Packages above agentic_infer (eval, synth, train) add
 # their commands through the `agentic_infer.commands` entry-point group (pyproject.toml), so the
 # dependency arrow keeps pointing down.
-COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "tree")
+COMMAND_MODULES = ("generate", "retrieval", "serve", "agents", "deepconf", "tree", "envs")
 ENTRY_POINT_GROUP = "agentic_infer.commands"
 
 

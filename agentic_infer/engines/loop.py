@@ -26,6 +26,16 @@ the trajectory says `token_exact=False`.
 
 Each `Step` records `segment`: the index of the model segment whose text ended in the action.
 
+Environments (`agentic_infer.envs`): an episode may carry its own `env` (`Episode.env`, reached by handlers
+through `call.episode.env`; not part of `to_state`, which stays JSON: the engine that made the episode
+reattaches one). With an env, a step's `state` is the env's canonical state before the call (`env_state_key`).
+An `Outcome` may carry a per-step `reward` (into `Step.reward`) and `done=True` (a terminal tool: the
+episode finishes with "answer" after its observation). `respond(episode, message)`: when a turn ends
+without an action and the loop has a `respond` hook, it is called with the agent's message since the last
+observation; a str is the user's reply, spliced as a masked observation in the chat template's own user
+turn (end of turn, user header, reply, end of turn, assistant header: `user_turn`), and the episode
+continues; None finishes it ("answer") as without the hook.
+
 `step(episodes)` advances each episode one turn; the runner's schedulers (`agentic_infer/runner.py`)
 decide which episodes share a step.
 """
@@ -34,9 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,6 +82,43 @@ class LoopLimits:
                 raise ConfigError(f"LoopLimits.{name}={value!r}: must be a positive integer")
 
 
+# A state whose canonical text is longer than this is keyed by its digest (e.g. a whole database).
+STATE_TEXT_CHARS = 4096
+
+
+def env_state_key(env: Any) -> str:
+    """An env's state as GiGPO's anchor: its canonical JSON text when that is at most `STATE_TEXT_CHARS`
+    characters (similar states stay comparable), else `"sha256:"` + the SHA-256 of that text (what the base
+    `Env.digest()` computes; one serialisation either way). Equal states give equal keys."""
+    text = json.dumps(env.canonical_state(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= STATE_TEXT_CHARS:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def end_of_turn(llm: Any) -> str:
+    """The text the chat template closes an assistant message with (`<|im_end|>` for ChatML), stripped; "" when
+    the template shows none."""
+    mark = "@@ASSISTANT-MESSAGE@@"
+    text = llm.render([Message("user", "."), Message("assistant", mark)], add_generation_prompt=False)
+    return text.split(mark, 1)[1].strip() if mark in text else ""
+
+
+def user_turn(llm: LLM, reply: str) -> str:
+    """The text a chat feeds between the assistant's message and its next one when the user answers `reply`:
+    the chat template's end of turn, user header, `reply`, end of turn and assistant header (read off
+    `llm.render` of a two-turn chat, so it is the template's own markup)."""
+    mark = "@@ASSISTANT-MESSAGE@@"
+    head = [Message("user", "."), Message("assistant", mark)]
+    before = llm.render(head, add_generation_prompt=False)
+    after = llm.render([*head, Message("user", reply)], add_generation_prompt=True)
+    cut = before.find(mark)
+    if cut < 0 or after[:cut + len(mark)] != before[:cut + len(mark)]:
+        raise ConfigError(f"{type(llm).__name__}'s chat template does not render an assistant message verbatim; "
+                          "a user reply cannot be spliced into the episode (use a ChatML-style template)")
+    return after[cut + len(mark):]
+
+
 @dataclass
 class Episode:
     """The running state of one rollout.
@@ -96,6 +144,7 @@ class Episode:
     # The forced text ends in a complete action (Search-o1's first_query): the next step runs it
     # without generating (no LLM call, no turn counted).
     forced_action: bool = False
+    env: Any = None  # the episode's environment (agentic_infer.envs.Env), if any; not in to_state
 
     @property
     def text(self) -> str:
@@ -103,7 +152,10 @@ class Episode:
 
     def state_key(self) -> str:
         """The environment state before the next action as text (GiGPO's anchor): the question and the actions
-        so far, as canonical JSON. Text, not a digest, so GiGPO's similarity grouping compares states."""
+        so far, as canonical JSON. Text, not a digest, so GiGPO's similarity grouping compares states.
+        With an env: `env_state_key(env)`."""
+        if self.env is not None:
+            return env_state_key(self.env)
         return json.dumps([self.example.get("question", ""), self.executed], ensure_ascii=False)
 
     def to_state(self) -> dict[str, Any]:
@@ -137,6 +189,8 @@ class Outcome:
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     usage: Usage | None = None  # LLM work the handler did (e.g. Reason-in-Documents)
+    reward: float | None = None  # a per-step reward (an env's), written to Step.reward
+    done: bool = False  # the call ended the episode (an env's terminal tool)
 
 
 @dataclass
@@ -152,12 +206,15 @@ class Handler(Protocol):
     async def __call__(self, calls: Sequence[Call]) -> list[Outcome]: ...
 
 
+Respond = Callable[[Episode, str], Awaitable[str | None]]
+
+
 class AgentLoop:
     """Drives episodes turn by turn. Engines build one and add their prompt and answer policy."""
 
     def __init__(self, llm: LLM, dialect: Dialect, handlers: dict[str, Handler], *, sampling: SamplingParams,
                  limits: LoopLimits = LoopLimits(), limit_message: str, repeat_message: str | None = None,
-                 engine: str = "agent", config: dict[str, Any] | None = None):
+                 engine: str = "agent", config: dict[str, Any] | None = None, respond: Respond | None = None):
         unknown = {a.tool for a in dialect.actions} - set(handlers) - {"*"}
         if unknown:
             raise ConfigError(f"dialect {dialect.name!r} needs handlers for {sorted(unknown)}; got {sorted(handlers)}")
@@ -171,6 +228,7 @@ class AgentLoop:
         self.repeat_message = repeat_message
         self.engine = engine
         self.config = config or {}
+        self.respond = respond
 
     # -- episodes ---------------------------------------------------------------------------------
     def start(self, example: dict[str, Any], messages: Sequence[Message], *, assistant_prefix: str = "") -> Episode:
@@ -283,6 +341,7 @@ class AgentLoop:
         live = [ep for ep in episodes if not ep.done]
         comps = await asyncio.gather(*(self._generate(ep) for ep in live))
         pending: dict[str, list[Call]] = {}
+        asking: list[Episode] = []  # ended a turn without acting, for the respond hook
         for ep, comp in zip(live, comps):
             if comp is None:
                 continue
@@ -290,7 +349,9 @@ class AgentLoop:
             # the model's text since the last observation (a forced assistant prefix included)
             action = parse_action(self.dialect, ep.output[ep.span_start:], comp.stop_reason)
             if action is None:
-                if comp.finish_reason == "stop":
+                if comp.finish_reason == "stop" and self.respond is not None:
+                    asking.append(ep)
+                elif comp.finish_reason == "stop":
                     self._finish(ep, "answer")
                 else:
                     self._finish(ep, "max_tokens" if ep.generated >= self.limits.max_total_tokens else "length")
@@ -330,12 +391,32 @@ class AgentLoop:
                 if out.usage is not None:
                     usage.add(out.usage)
                 ep.trajectory.steps.append(Step(tool, call.arguments, out.content, out.error, call.state,
-                                                segment=call.segment,
+                                                reward=out.reward, segment=call.segment,
                                                 metadata={"status": "executed", "turn": ep.turns, **out.metadata}))
                 self._observe(ep, self.dialect.observation(out.content), status="executed", tool=tool)
+                if out.done:
+                    self._finish(ep, "answer", ended_by=tool)
+        if asking and self.respond is not None:
+            replies = await asyncio.gather(*(self.respond(ep, ep.output[ep.span_start:].strip()) for ep in asking))
+            for ep, reply in zip(asking, replies):
+                if reply is None:
+                    self._finish(ep, "answer")
+                else:
+                    self._user_reply(ep, reply)
         for ep in live:
             if not ep.done and ep.turns >= self.limits.max_turns:
                 self._finish(ep, "max_turns")
+
+    def _user_reply(self, ep: Episode, reply: str) -> None:
+        """Splice the user's reply. A message the model ended by sampling its end-of-turn token (no stop string:
+        backends do not return that token) gets the token as a trainable model segment, so SFT and RL teach the
+        model to end a message to the user; the rest of the user turn is a masked observation."""
+        turn, eot = user_turn(self.llm, reply), end_of_turn(self.llm)
+        last = ep.trajectory.segments[-1]
+        if eot and turn.startswith(eot) and last.kind == "model" and last.metadata.get("stop_reason") is None:
+            self._splice(ep, "model", eot, end_of_turn=True)
+            turn = turn[len(eot):]
+        self._observe(ep, turn, status="user", reply=reply)
 
     async def run(self, example: dict[str, Any], messages: Sequence[Message], *,
                   assistant_prefix: str = "") -> Trajectory:

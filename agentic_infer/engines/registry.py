@@ -18,7 +18,7 @@ With `samples` = k > 1, `build_engine` runs k engines seeded `sampling.seed`..+k
 trace budget). How a caller reads an engine's Rollout is part of its entry: `text` (the output an answer is scored
 on), `tool_calls` and `report` (extra fields, e.g. a tree search's stop reason).
 Add an engine with `register_engine(EngineSpec(...))`.
-Not covered: engines acting in stateful environments (tau-bench, TravelPlanner).
+Engines acting in stateful environments (tau-bench, TravelPlanner, BFCL): the "env" entry (`env_agent.py`).
 """
 
 from __future__ import annotations

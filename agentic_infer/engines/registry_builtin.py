@@ -3,7 +3,8 @@
 `direct` / `cot` (one generation with the task's prompt and answer extraction), `search-o1` (over the run's
 retriever; `--set first_query=question` makes the first search the question itself), `tir` (the Python
 sandbox), `deepconf` (offline by default, its traces are the samples), `lats` / `rap` (the environment the
-task needs, from `agentic_infer.engines.tree.envs`; judge feedback only, no gold). Run defaults are sized for
+task needs, from `agentic_infer.engines.tree.envs`; judge feedback only, no gold), `env` (the env agent over a
+registered environment: `--set env=NAME`; an env eval task sets it). Run defaults are sized for
 CPU runs (`defaults`); `--show-config` prints the effective config.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from agentic_infer.engines.deepconf import DeepConfConfig
 from agentic_infer.engines.direct import DirectConfig
+from agentic_infer.engines.env_agent import EnvAgentConfig
 from agentic_infer.engines.registry import EngineParts, EngineSpec, PerExample, register_engine
 from agentic_infer.engines.search_o1 import SearchO1Config
 from agentic_infer.engines.tir import TIRConfig
@@ -122,3 +124,24 @@ for _name, _cls, _build, _what in (("lats", LATSOptions, _lats, "LATS tree searc
                                    ("rap", RAPOptions, _rap, "RAP MCTS with the LLM as world model")):
     register_engine(EngineSpec(_name, f"{_what} (agentic_infer.engines.tree)", _cls, _build, defaults=TREE,
                                text=lambda r: r.answer or "", tool_calls=_tree_tool_calls, report=_tree_report))
+
+
+def _env(parts: EngineParts, cfg: EnvAgentConfig):
+    from agentic_infer.engines.env_agent import EnvAgent
+
+    return EnvAgent(parts.llm, cfg)
+
+
+def _env_report(rollout: Rollout) -> dict[str, Any]:
+    t = rollout.trajectory
+    if t is None:
+        return {}
+    verdict = t.metadata.get("verdict") or {}
+    return {"env": {"failed": verdict.get("failed"), "done": t.metadata.get("env_done"),
+                    "finish_reason": t.finish_reason, "digest": t.metadata.get("env_digest")}}
+
+
+register_engine(EngineSpec("env", "the env agent: tool calls against a registered environment (agentic envs)",
+                           EnvAgentConfig, _env, defaults={"max_calls": 8, "max_turns": 12, "max_tokens_per_turn": 512,
+                                                           "max_total_tokens": 4096, **SEEDED},
+                           sample_defaults=_sampled_direct, report=_env_report))

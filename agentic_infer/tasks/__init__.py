@@ -3,7 +3,8 @@
     from agentic_infer.tasks import get_task, list_tasks, register_task
     get_task("hotpotqa").load(path)
 
-`register_task(task)` adds a task from outside this package (a user's own benchmark).
+`register_task(task)` adds a task from outside this package (a user's own benchmark). Every registered env
+with task files is a task too (`agentic_infer.tasks.envs`), unless a benchmark task has its name.
 Run `agentic eval tasks` for the table of tasks and the files they expect.
 """
 
@@ -41,11 +42,22 @@ def _discover() -> None:
         module = importlib.import_module(f"{__name__}.{info.name}")
         for task in getattr(module, "TASKS", ()):
             register_task(task, aliases=getattr(module, "ALIASES", {}).get(task.name, ()), replace=True)
+    _add_env_tasks()
+
+
+def _add_env_tasks() -> None:
+    """The env registry's tasks (`agentic_infer.tasks.envs`) under names no benchmark task has."""
+    from agentic_infer.tasks.envs import env_tasks
+
+    for task in env_tasks():
+        if _REGISTRY.get(task.name, task).family == "env":
+            _REGISTRY[task.name] = task
 
 
 def list_tasks() -> list[Task]:
     """Every registered task, sorted by family then name."""
     _discover()
+    _add_env_tasks()
     return sorted(_REGISTRY.values(), key=lambda t: (t.family, t.name))
 
 
@@ -54,6 +66,8 @@ def get_task(name: str) -> Task:
     _discover()
     key = name.strip().lower().replace("_", "-")
     key = _ALIASES.get(key, key)
+    if key not in _REGISTRY:  # an env registered since the first lookup
+        _add_env_tasks()
     if key not in _REGISTRY:
         raise ConfigError(f"unknown task {name!r}; known: {', '.join(sorted(_REGISTRY))} (see `agentic eval tasks`)")
     return _REGISTRY[key]

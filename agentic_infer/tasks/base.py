@@ -34,7 +34,7 @@ from agentic_infer.tools.retrieval.base import Document
 from agentic_infer.tools.retrieval.corpus import parse_literal
 from agentic_infer.verify import short_answer
 
-FAMILIES = ("qa", "multihop", "math", "tools", "puzzle")
+FAMILIES = ("qa", "multihop", "math", "tools", "puzzle", "env")
 # The column renaming of the load in progress (expected field -> column in the file); see `Task.load`.
 _FIELDS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("fields", default=None)
 

@@ -12,13 +12,15 @@ r"""Answer extraction: where a model's output states its answer, one function pe
 | last_number | `last_number` | the last number of the text (lm-eval-harness's flexible extraction) |
 
 `extract_boxed` is the raw last `\boxed{}` (math answers keep their LaTeX). Every function returns
-None when the text states no answer. Not covered: Game-of-24 expressions (`verify.game24`), tool calls.
+None when the text states no answer. `tag_sequence` reads a text as the ordered names of its tagged
+spans (what format rewards and ToolRL's format check judge).
+Not covered: Game-of-24 expressions (`verify.game24`), tool calls (`verify.toolrl`, `envs.bfcl.checker`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from agentic_infer.errors import ConfigError
 from agentic_infer.verify.maths import last_number
@@ -105,6 +107,29 @@ def yes_no_answer(text: str | None) -> str | None:
     return {"true": "yes", "false": "no"}.get(w, w)
 
 
+def tag_sequence(text: str, tags: Mapping[str, tuple[str, str]]) -> list[str] | None:
+    """The names of the tagged spans of `text` in order (text outside tags is free), or None when a span is
+    unclosed, unopened or nested. `tags`: {name: (opening tag, closing tag)}; one closing tag may end several
+    spans (TIR's code fences)."""
+    opens = {o: n for n, (o, _) in tags.items()}
+    closes: dict[str, set[str]] = {}
+    for n, (_, c) in tags.items():
+        closes.setdefault(c, set()).add(n)
+    pattern = "|".join(re.escape(t) for t in sorted({*opens, *closes}, key=len, reverse=True))
+    out: list[str] = []
+    current: str | None = None
+    for m in re.finditer(pattern, text):
+        tok = m.group(0)
+        if tok in opens and current is None:
+            current = opens[tok]
+        elif tok in closes and current in closes[tok]:
+            out.append(current)
+            current = None
+        else:
+            return None
+    return None if current is not None else out
+
+
 ANSWER_FORMATS: dict[str, Callable[[str | None], str | None]] = {
     "boxed": boxed_answer,
     "answer_tag": answer_tag,
@@ -123,4 +148,4 @@ def extract_answer(answer_format: str, text: str | None) -> str | None:
 
 
 __all__ = ["ANSWER_FORMATS", "answer_tag", "boxed_answer", "extract_answer", "extract_boxed", "short_answer",
-           "yes_no_answer"]
+           "tag_sequence", "yes_no_answer"]

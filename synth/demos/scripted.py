@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentic_infer.backends.base import encode_continuation
+from agentic_infer.engines.loop import end_of_turn
 from agentic_infer.engines.rid import FINAL_MARKER, NOTHING_FOUND
 from agentic_infer.errors import BackendError, ConfigError
 from agentic_infer.tools.retrieval.base import Hit
@@ -50,10 +51,7 @@ class Vocab:
 
     def end_of_turn(self) -> str:
         """The text the chat template closes an assistant message with (`<|im_end|>` for ChatML), stripped."""
-        mark = "\x00DEMO\x00"
-        text = self.render([Message("user", "q"), Message("assistant", mark)], add_generation_prompt=False)
-        tail = text.split(mark, 1)[1] if mark in text else ""
-        return tail.strip()
+        return end_of_turn(self)
 
 
 class ScriptedPolicy:

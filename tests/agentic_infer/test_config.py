@@ -99,3 +99,15 @@ def test_a_renamed_setting_names_the_new_key_wherever_it_is_given(tmp_path):
         build_config(Outer, overrides=["tool.temp=0.1"])
     assert "is now only" not in str(e.value)  # no sampling field of that name to point at
     assert build_config(Outer, overrides=["tool.k=2"]).tool.k == 2 and Tool(k=4).k == 4
+
+
+def test_yaml_1_1_exponent_without_a_dot_is_still_a_float():
+    """PyYAML reads `5e-5` as a string (YAML 1.1 needs a dot); a float setting takes the number it means."""
+    @dataclass
+    class Opt:
+        lr: float = 1.0
+        floor: float | None = None
+        name: str = "x"
+
+    opt = build_config(Opt, overrides=["lr=5e-5", "floor=1e-3", "name=2e-1"])
+    assert opt.lr == 5e-5 and opt.floor == 1e-3 and opt.name == "2e-1"

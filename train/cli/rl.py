@@ -25,7 +25,8 @@ def grpo(
     nodes: Nodes = 1,
     vllm_gpus: Annotated[int, typer.Option("--vllm-gpus", help="With --print-launch: GPUs for `trl vllm-serve`.")] = 0,
 ) -> None:
-    """GRPO / Dr. GRPO / RLOO / GiGPO / ARPO with Search-o1 or TIR rollouts; settings: train.grpo.GRPOSettings."""
+    """GRPO / Dr. GRPO / RLOO / GiGPO / ARPO with Search-o1, TIR or env-agent rollouts (`env: NAME`); settings:
+    train.grpo.GRPOSettings."""
     from train.grpo.config import GRPOSettings
 
     flags = [f"out={out}"] if out else []

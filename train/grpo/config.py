@@ -3,9 +3,14 @@
     model: llamacpp://default          # any backend URI load_trainable reads
     data: questions.jsonl              # {"question", "answer"} per line (plus any columns rewards read)
     engine: search-o1                  # an engine of the registry (agentic_infer.engines.registry): search-o1 | tir
+                                       # | env (default: env when `env` is set, else search-o1)
+    env: ""                            # an env of agentic_infer.envs (agentic envs): rollouts are the env agent's
+    env_options: {}                    # episodes, rows its task rows (data, or the env's shipped task file),
+                                       # reward its verdict (`env`); per-step rewards and anchor states reach GiGPO
     engine_config: {max_searches: 2, sampling: {max_tokens: 256}}
     index: ""                          # search-o1: a BM25 index folder ("" = the default Wikipedia index)
-    reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math)
+    reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math), or env (the env
+                                       # verdict; the default with `env`)
     estimator: {name: gigpo, omega: 1.0}   # train.grpo.trainer.Estimator: advantages and loss options
     mi_every: 5                        # RAGEN-2's mutual-information probe every N steps (0 = off)
     num_generations: 4
@@ -19,7 +24,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from agentic_infer.config import renamed
 from agentic_infer.engines.registry import get_engine
@@ -28,8 +33,8 @@ from train.grpo.rollout import BRANCHING, branching_config
 from train.grpo.trainer import Estimator
 from train.precision import DTYPE_RENAMED, check_settings
 
-ENGINES = ("search-o1", "tir")  # loop engines: one trajectory per episode, the shape GRPO trains on
-REWARDS = ("em", "f1", "cover_em", "math")
+ENGINES = ("search-o1", "tir", "env")  # loop engines: one trajectory per episode, the shape GRPO trains on
+REWARDS = ("em", "f1", "cover_em", "math", "env")
 
 
 @renamed(dtype=DTYPE_RENAMED)
@@ -38,10 +43,12 @@ class GRPOSettings:
     model: str = "llamacpp://default"
     data: str = ""
     out: str = "runs/grpo"
-    engine: str = "search-o1"
+    engine: str = ""  # "" = "env" when `env` is set, else "search-o1" (resolved at construction)
     engine_config: dict[str, Any] = field(default_factory=dict)
+    env: str = ""
+    env_options: dict[str, Any] = field(default_factory=dict)
     index: str = ""
-    reward: str = "em"
+    reward: str = ""  # "" = "env" when `env` is set, else "em"
     reward_options: dict[str, Any] = field(default_factory=dict)
     estimator: Estimator = field(default_factory=Estimator)
     num_generations: int = 4
@@ -60,8 +67,14 @@ class GRPOSettings:
     threads: int = 0  # torch threads; 0 = every usable core, at most 8
     trl: dict[str, Any] = field(default_factory=dict)
 
+    DEFAULTS: ClassVar[dict[str, tuple[str, str]]] = {"engine": ("env", "search-o1"), "reward": ("env", "em")}
+
     def __post_init__(self) -> None:
+        for name, (with_env, without) in self.DEFAULTS.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, with_env if self.env else without)
         check_settings(self.precision, self.threads, self.trl)
+        self._check_env()
         get_engine(self.engine)  # the registry's names ("search_o1" -> did you mean 'search-o1'?)
         if self.engine not in ENGINES:
             raise ConfigError(f"engine={self.engine!r}: GRPO trains loop engines; choose one of {ENGINES}")
@@ -74,3 +87,28 @@ class GRPOSettings:
             raise ConfigError(f"branching={self.branching!r}: choose one of {BRANCHING}")
         if self.branching != "none":
             branching_config(self.branching, self.num_generations, self.branching_config)
+
+    def _check_env(self) -> None:
+        """`env` runs the env agent (engine "env"), and the env reward reads only the env agent's verdict."""
+        if not self.env:
+            if self.engine == "env":
+                raise ConfigError("engine='env' needs env: NAME (an env of `agentic envs`, e.g. env: retail); set "
+                                  "env (and env_options) instead of engine_config.env")
+            if self.reward == "env":
+                raise ConfigError("reward='env' reads the env agent's verdict: set env: NAME (engine env)")
+            return
+        from agentic_infer.envs.registry import get_env_spec
+
+        get_env_spec(self.env)  # an unknown name lists the registered ones
+        if self.engine != "env":
+            raise ConfigError(f"env={self.env!r} with engine={self.engine!r}: an env is driven by the env agent, "
+                              "engine 'env'; set engine: env (or leave engine unset)")
+        for key, value in (("env", self.env), ("env_options", self.env_options)):
+            if key in self.engine_config and self.engine_config[key] != value:
+                raise ConfigError(f"engine_config.{key}={self.engine_config[key]!r} differs from {key}={value!r}; "
+                                  f"set it once, as {key}")
+        if not isinstance(self.env_options, dict):
+            raise ConfigError(f"env_options={self.env_options!r}: must be a mapping of make_env options")
+        if self.branching != "none":
+            raise ConfigError(f"branching={self.branching!r} with env={self.env!r}: env episodes cannot be forked "
+                              "(the env agent keeps no forkable episode state); use branching: none")

@@ -9,6 +9,8 @@ token-in/token-out, and each trajectory becomes `prompt_ids`, `completion_ids`, 
 `env_mask` (1 = sampled by the policy, 0 = observation: not trained) through `train.core.masks.completion_view`
 (ids as recorded, never re-tokenised; a trainable end-of-turn token after a finished answer; the env mask
 truncated with the ids). Extra keys reach the reward functions: `trajectory` (the Trajectory), `rollout_answer`.
+A prompt becomes the engine's example through `example_for` (default `prompt_to_example`: a question string or
+chat messages); env task rows travel as their JSON text (`task_row_prompt`) and come back with `task_row_example`.
 
 Branching (`branching="arpo"|"aepo"`, `train.grpo.config.GRPOSettings.branching`): the prompts arrive as
 consecutive blocks of `num_generations` copies (TRL's RepeatSampler, `mini_repeat_count=num_generations`); each
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -64,6 +67,24 @@ def prompt_to_example(prompt: Any, index: int) -> dict[str, Any]:
             raise ConfigError(f"prompt {index} has no user message; an engine needs a question")
         return {"id": str(index), "question": str(users[-1]["content"])}
     raise ConfigError(f"prompt {index} is a {type(prompt).__name__}; pass question strings or chat messages")
+
+
+def task_row_prompt(row: Mapping[str, Any]) -> str:
+    """An env's task row as a TRL prompt: its JSON text (a string column, so the row is never re-typed by Arrow;
+    `task_row_example` reads it back)."""
+    return json.dumps(dict(row), ensure_ascii=False, sort_keys=True)
+
+
+def task_row_example(prompt: Any, index: int) -> dict[str, Any]:
+    """The task row a `task_row_prompt` prompt holds, as the example the env agent runs (its "id" kept)."""
+    try:
+        row = json.loads(prompt) if isinstance(prompt, str) else None
+    except json.JSONDecodeError:
+        row = None
+    if not isinstance(row, dict):
+        raise ConfigError(f"prompt {index} is not an env task row's JSON text ({str(prompt)[:80]!r}); env rows come "
+                          "from train.grpo.run.read_env_rows")
+    return {"id": str(row.get("id", index)), **row}
 
 
 def branching_config(strategy: str, group_size: int, options: Mapping[str, Any] | None = None
@@ -107,7 +128,8 @@ class RolloutFunc:
     def __init__(self, engine_factory: EngineFactory, *, tokenizer: Any, append_eos: str | None = "finished",
                  max_completion_length: int | None = None, allow_inexact: bool = False, seed: int | None = None,
                  llm_factory: Callable[[Any], Any] | None = None, branching: str = "none",
-                 branching_options: Mapping[str, Any] | None = None, num_generations: int | None = None):
+                 branching_options: Mapping[str, Any] | None = None, num_generations: int | None = None,
+                 example_for: Callable[[Any, int], dict[str, Any]] = prompt_to_example):
         if branching not in BRANCHING:
             raise ConfigError(f"branching={branching!r}: choose one of {BRANCHING}")
         if branching != "none":
@@ -116,6 +138,7 @@ class RolloutFunc:
         self.branching_options = dict(branching_options or {})
         self.num_generations = num_generations  # None: the trainer's (num_generations / num_generations_eval)
         self.engine_factory = engine_factory
+        self.example_for = example_for  # raw TRL prompt -> the example the engine runs (env rows: task_row_example)
         self.tokenizer = tokenizer
         self.append_eos = append_eos
         self.max_completion_length = max_completion_length
@@ -187,12 +210,12 @@ class RolloutFunc:
         llm = self.llm_for(trainer)
         t0 = time.perf_counter()
         if self.branching == "none":
-            examples = [prompt_to_example(p, i) for i, p in enumerate(prompts)]
+            examples = [self.example_for(p, i) for i, p in enumerate(prompts)]
             rollouts = asyncio.run(self._episodes(llm, examples))
             rows = [(r, r.trajectory or (r.trajectories[0] if r.trajectories else None), r.answer) for r in rollouts]
         else:
             size = self.group_size(trainer)
-            examples = [prompt_to_example(prompts[s], s) for s in prompt_groups(prompts, size)]
+            examples = [self.example_for(prompts[s], s) for s in prompt_groups(prompts, size)]
             rollouts = asyncio.run(self._branched(llm, examples, size))
             rows = [(r, t, t.answer) for r in rollouts for t in r.trajectories]  # each group's rows consecutive
         t1 = time.perf_counter()

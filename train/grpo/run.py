@@ -2,9 +2,10 @@
 
     agentic train grpo --config grpo.yaml --out runs/grpo --max-steps 10
 
-Builds the policy (`train.model_io.load_trainable`), the engine factory (Search-o1 over a BM25 index, or
-TIR with the Python sandbox) generating from the policy's current weights (`train.grpo.rollout`), a
-`train.rewards` outcome reward as a TRL reward function, and `AgenticGRPOTrainer` with the chosen
+Builds the policy (`train.model_io.load_trainable`), the engine factory (Search-o1 over a BM25 index, TIR
+with the Python sandbox, or with `env: NAME` the env agent over that env) generating from the policy's current
+weights (`train.grpo.rollout`), a `train.rewards` reward as a TRL reward function (an outcome metric, or the
+env's verdict), the rows (questions, or the env's task rows: `read_env_rows`), and `AgenticGRPOTrainer` with the chosen
 estimator; saves the HF checkpoint and `policy.gguf` into `out` (precision and torch threads resolved once by
 `train.precision`, recorded under `compute` in `grpo_result.json`). On a GPU pass TRL's vLLM settings in
 `trl` (`use_vllm: true, vllm_mode: server`) and see `train.launch` for multi-GPU launch commands.
@@ -21,24 +22,28 @@ from typing import Any
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import iter_jsonl
 from train.grpo.config import GRPOSettings
-from train.grpo.rollout import EngineFactory, RolloutFunc
+from train.grpo.rollout import EngineFactory, RolloutFunc, prompt_to_example, task_row_example
 from train.precision import Compute, Precision, resolve_compute, resolve_precision
 
 log = logging.getLogger(__name__)
 
 
 def engine_factory(settings: GRPOSettings) -> EngineFactory:
-    """(llm, seed) -> a fresh engine of `settings.engine` (`agentic_infer.engines.registry.seeded_factory`)."""
+    """(llm, seed) -> a fresh engine of `settings.engine` (`agentic_infer.engines.registry.seeded_factory`); with
+    `env`, the env agent over that env."""
     from agentic_infer.engines.registry import seeded_factory
 
-    return seeded_factory(settings.engine, settings.engine_config, index=settings.index)
+    config = dict(settings.engine_config)
+    if settings.env:
+        config.update(env=settings.env, env_options=dict(settings.env_options))
+    return seeded_factory(settings.engine, config, index=settings.index)
 
 
 def reward_function(settings: GRPOSettings) -> Any:
-    from train.rewards import outcome
+    from train.rewards import env, outcome
     from train.rewards.adapters import trl_reward
 
-    fn = getattr(outcome, f"{settings.reward}_reward")
+    fn = env.env_reward if settings.reward == "env" else getattr(outcome, f"{settings.reward}_reward")
     return trl_reward(fn, name=settings.reward, **settings.reward_options)
 
 
@@ -52,6 +57,29 @@ def read_examples(path: str) -> list[dict[str, Any]]:
         if "question" not in d and "prompt" not in d:
             raise ConfigError(f"{p}:{n}: needs 'question' (or 'prompt')")
         rows.append({"prompt": d.get("prompt", d.get("question")), **{k: v for k, v in d.items() if k != "prompt"}})
+    return rows
+
+
+def read_env_rows(settings: GRPOSettings) -> list[dict[str, Any]]:
+    """TRL rows of `settings.env`'s task rows: from `data` (a JSONL of task rows), else the env's shipped task
+    files (`EnvSpec.default_files`, under the shared data folder). `prompt` is the row's JSON text
+    (`train.grpo.rollout.task_row_prompt`; a row without "id" gets FILE:LINE), `env_task_id` its id."""
+    from agentic_infer.envs.registry import get_env_spec
+    from agentic_infer.tools.retrieval.recipes import shared_data_dir
+    from train.grpo.rollout import task_row_prompt
+
+    spec = get_env_spec(settings.env)
+    files = [Path(settings.data).expanduser()] if settings.data else [shared_data_dir() / f for f in spec.default_files]
+    if not files:
+        raise ConfigError(f"env {spec.name!r} ships no task file: set data: TASKS.jsonl ({spec.task_format})")
+    rows = []
+    for p in files:
+        if not p.is_file():
+            raise ConfigError(f"env {spec.name!r} task file {str(p)!r}: no such file; set data: TASKS.jsonl "
+                              f"({spec.task_format})")
+        for n, d in iter_jsonl(p, f"one task row a line: {spec.task_format}"):
+            row = {"id": str(d.get("id", f"{p.stem}:{n}")), **{k: v for k, v in d.items() if k != "id"}}
+            rows.append({"prompt": task_row_prompt(row), "env_task_id": row["id"]})
     return rows
 
 
@@ -75,7 +103,8 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
     kw.update(settings.trl)
     rf = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
                      max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
-                     seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config)
+                     seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config,
+                     example_for=task_row_example if settings.env else prompt_to_example)
     return AgenticGRPOTrainer(model=model, reward_funcs=reward_funcs or [reward_function(settings)],
                               args=GRPOConfig(**kw), train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               rollout_func=rf, estimator=settings.estimator, mi_every=settings.mi_every)
@@ -86,12 +115,13 @@ def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dic
     resolved by a caller (default: resolved here, once)."""
     from train.model_io import export_gguf, load_trainable, save_checkpoint
 
-    if not settings.data:
+    if not settings.data and not settings.env:
         raise ConfigError("no training data: set data: questions.jsonl in the config (or --set data=...)")
     compute = compute or resolve_compute(settings.precision, settings.threads)
     compute.apply()
     model, tokenizer = load_trainable(settings.model)
-    trainer = build_grpo_trainer(settings, model, tokenizer, read_examples(settings.data), precision=compute.precision)
+    rows = read_env_rows(settings) if settings.env else read_examples(settings.data)
+    trainer = build_grpo_trainer(settings, model, tokenizer, rows, precision=compute.precision)
     out = trainer.train()
     dest = save_checkpoint(trainer.model, tokenizer, settings.out)
     gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))

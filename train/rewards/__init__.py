@@ -2,6 +2,7 @@
 synth), each a plain `fn(RewardInput, **options) -> float`, with adapters to TRL and verl.
 
 - `outcome`: EM, F1, cover-EM, math equivalence, LLM judge (Chain-of-Agents 0/1).
+- `env`: the environment's verdict (`env_reward`, written by the env agent).
 - `format`: per-dialect format rewards (R1-Searcher, ToolRL, ARTIST order).
 - `toolrl`: ToolRL's R_format + R_correct (name / parameter-name / parameter-value matching).
 - `tool_use`: ToRL code reward, OTC productivity and OTC-PPO, ARTIST tool success ratio.
@@ -11,6 +12,7 @@ synth), each a plain `fn(RewardInput, **options) -> float`, with adapters to TRL
 
 from train.rewards.adapters import completion_text, trl_reward, verl_compute_score
 from train.rewards.base import Reward, RewardInput, as_trajectory
+from train.rewards.env import env_reward
 from train.rewards.format import (
     artist_format,
     dialect_format,
@@ -46,7 +48,7 @@ from train.rewards.toolrl import parse_tool_calls, toolrl_correctness, toolrl_re
 
 __all__ = ["Reward", "RewardInput", "artist_format", "artist_tool_reward", "artist_tool_success", "as_trajectory",
            "atom_searcher_reward", "atomic_thoughts", "completion_text", "cover_em_reward", "dialect_format",
-           "em_reward", "f1_reward", "judge_reward", "math_reward", "metric_reward", "otc_ppo_reward",
+           "em_reward", "env_reward", "f1_reward", "judge_reward", "math_reward", "metric_reward", "otc_ppo_reward",
            "otc_productivity", "otc_reward", "parse_tool_calls", "planner_r1_reward", "process_weight",
            "r1_searcher_format", "r1_searcher_reward", "r1_searcher_stage", "tag_sequence", "toolrl_correctness",
            "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward", "verl_compute_score"]

@@ -4,8 +4,8 @@
     toolrl_format(RewardInput(text))                             # ToolRL: <think>, then <tool_call> and/or <response>
     artist_format(RewardInput(text))                             # ARTIST: think -> <python> -> <output> -> <answer>
 
-`tag_sequence` reads a text as the ordered names of its tagged spans (text outside tags is free) and
-returns None when a tag is unbalanced or spans nest. The dialects' tags come from
+`tag_sequence` (from `agentic_infer.verify.extract`) reads a text as the ordered names of its tagged spans
+(text outside tags is free) and returns None when a tag is unbalanced or spans nest. The dialects' tags come from
 `agentic_infer.engines.dialects`, so a format reward and the engine that produced the text agree.
 Not covered: graded format scores (each check is all-or-nothing; weight it in the reward sum).
 """
@@ -13,35 +13,15 @@ Not covered: graded format scores (each check is all-or-nothing; weight it in th
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from agentic_infer.engines.dialects import get_dialect
 from agentic_infer.verify import extract_boxed
+from agentic_infer.verify.extract import tag_sequence
+from agentic_infer.verify.toolrl import TOOLRL_TAGS, toolrl_format_score
 from train.rewards.base import RewardInput
 
 THINK = ("<think>", "</think>")
 ANSWER = ("<answer>", "</answer>")
-
-
-def tag_sequence(text: str, tags: Mapping[str, tuple[str, str]]) -> list[str] | None:
-    """The names of the tagged spans of `text` in order, or None when a span is unclosed, unopened or nested."""
-    opens = {o: n for n, (o, _) in tags.items()}
-    closes: dict[str, set[str]] = {}
-    for n, (_, c) in tags.items():
-        closes.setdefault(c, set()).add(n)  # one closing tag may end several spans (TIR's fences)
-    pattern = "|".join(re.escape(t) for t in sorted({*opens, *closes}, key=len, reverse=True))
-    out: list[str] = []
-    current: str | None = None
-    for m in re.finditer(pattern, text):
-        tok = m.group(0)
-        if tok in opens and current is None:
-            current = opens[tok]
-        elif tok in closes and current in closes[tok]:
-            out.append(current)
-            current = None
-        else:
-            return None
-    return None if current is not None else out
 
 
 def dialect_tags(dialect: str) -> dict[str, tuple[str, str]]:
@@ -76,16 +56,9 @@ def r1_searcher_format(inp: RewardInput) -> float:
     return dialect_format(inp, dialect="r1_searcher", require_think=True)
 
 
-TOOLRL_TAGS = {"think": THINK, "tool_call": ("<tool_call>", "</tool_call>"), "response": ("<response>", "</response>")}
-_TOOLRL_ORDER = re.compile(r"^think (tool_call )?(response )?$")
-
-
 def toolrl_format(inp: RewardInput) -> float:
     """ToolRL's R_format ∈ {0, 1}: one <think> span, then a <tool_call> span and/or a <response> span, in order."""
-    seq = tag_sequence(inp.completion, TOOLRL_TAGS)
-    if not seq or seq == ["think"]:
-        return 0.0
-    return float(bool(_TOOLRL_ORDER.match(" ".join(seq) + " ")))
+    return toolrl_format_score(inp.completion)
 
 
 _ARTIST_ORDER = re.compile(r"^(think )*(tool output (think )*)*answer $")

@@ -10,11 +10,13 @@ score of the atomic thoughts (`atomic_thoughts(text)`: the `<plan>`, `<reflectio
 spans) and λ decays from `start` toward `end` over training (linear or cosine): process guidance early,
 the outcome later.
 
-Planner-R1. Stages schema validity → micro (commonsense) constraints → macro (hard) constraints → final
-pass: a stage counts only when every earlier stage passed fully; the reward is the weighted sum of what
-counts (`weights`, default 1 each, so 4 = everything passed), or only the final pass when `dense=False`.
+Planner-R1. r = Σ λ_k r_k over schema validity, commonsense and hard micro (pass rates) and macro (all passed)
+terms and the final pass: a sum, not a chain (stage 1 every λ = 1, stage 2 the macro terms and the final pass,
+stage 3 the final pass only). `planner_r1_reward(terms, stage=...)` is the TravelPlanner env's own
+(agentic_infer.envs.travelplanner.reward), re-exported so a reward and the env's verdict never disagree;
+build `terms` with `reward_terms(verdict.checks)` or `RewardTerms(...)`.
 
-Not covered: the reasoning reward model (pass its score), the planner's constraint checkers (pass rates).
+Not covered: the reasoning reward model (pass its score).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from agentic_infer.envs.travelplanner.reward import RewardTerms, planner_r1_reward, reward_terms
 from agentic_infer.errors import ConfigError
 from train.rewards.base import RewardInput
 from train.rewards.format import r1_searcher_format
@@ -82,21 +85,5 @@ def atom_searcher_reward(outcome: float, process: float, *, step: int, total_ste
     return lam * process + (1 - lam) * outcome
 
 
-def planner_r1_reward(*, schema_valid: bool, micro: float, macro: float, final_pass: bool,
-                      weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0), dense: bool = True) -> float:
-    """Planner-R1's staged reward (see the module docstring); `micro` / `macro` are pass rates in [0, 1]."""
-    if not (0 <= micro <= 1 and 0 <= macro <= 1):
-        raise ConfigError(f"micro={micro!r}, macro={macro!r}: pass rates must be in [0, 1]")
-    if not dense:
-        return weights[3] * float(final_pass)
-    stages = (float(schema_valid), micro, macro, float(final_pass))
-    total = 0.0
-    for w, s in zip(weights, stages):
-        total += w * s
-        if s < 1.0:
-            break
-    return total
-
-
-__all__ = ["ATOMIC_TAGS", "atom_searcher_reward", "atomic_thoughts", "planner_r1_reward", "process_weight",
-           "r1_searcher_reward", "r1_searcher_stage"]
+__all__ = ["ATOMIC_TAGS", "RewardTerms", "atom_searcher_reward", "atomic_thoughts", "planner_r1_reward",
+           "process_weight", "r1_searcher_reward", "r1_searcher_stage", "reward_terms"]

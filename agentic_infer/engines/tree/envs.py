@@ -1,14 +1,19 @@
-"""One factory for tree-search environments: an environment kind + an example -> LATS's env or RAP's task.
+"""Tree-search environments by kind, through the env registry (`agentic_infer.envs`: one factory for every
+environment): an environment kind + an example -> LATS's env or RAP's task.
 
     make = lats_env_factory("qa", retriever_for=retriever_for)      # example -> RetrievalQAEnv
     LATS(llm, make, options)
+    LATS(llm, lats_env_factory("retail"), options)                   # any snapshotting env, through EnvWorld
     kind = env_kind(task)                                            # "game24" | "math" | "qa" for a benchmark
 
 The example carries what the environment needs: `question` (the puzzle, question, program spec or blocks
 state), `gold` (scoring; oracle feedback only with `feedback=oracle`), `tests` / `hidden_tests` (program) and
 `goal` (blocksworld). `agentic run lats|rap` builds its one example from its flags; eval and synth pass the
 benchmark's examples, without gold (`with_gold=False`: judge feedback only, the verdict comes from eval).
-Not covered: stateful tool environments (tau-bench, TravelPlanner).
+The worlds are registered as envs in `agentic_infer.envs.tree` (`make_env(kind, example).world` is the LATS
+environment; RAP's tasks are the registry's "rap" view, GSM8K's under the "math" env). A kind outside LATS_ENVS
+is any registered env whose snapshots restore (`EnvSpec.snapshots`): the example is its task row, and LATS
+expands it through `agentic_infer.engines.tree.env_world.EnvWorld`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from agentic_infer.errors import ConfigError
 
 LATS_ENVS = ("game24", "qa", "math", "program")
 RAP_ENVS = ("game24", "gsm8k", "blocksworld")
+RAP_WORLDS = {"game24": "game24", "gsm8k": "math", "blocksworld": "blocksworld"}  # RAP task -> registered env
 Example = Mapping[str, Any]
 
 
@@ -36,49 +42,32 @@ def env_kind(task: Any, engine: str) -> str:
     raise ConfigError(f"engine {engine!r} has no environment for task {name!r} ({family}); it runs on {runs_on}")
 
 
-def _gold(ex: Example, with_gold: bool) -> Any:
-    return ex.get("gold") if with_gold else None
-
-
 def lats_env_factory(kind: str, *, retriever_for: Callable[[Example], Any] | None = None,
-                     with_gold: bool = True) -> Callable[[Example], Any]:
-    """`example -> LATS environment` of `kind` (one of LATS_ENVS); `qa` needs `retriever_for`."""
-    from agentic_infer.engines.tree.game24 import Game24LATSEnv
-    from agentic_infer.engines.tree.lats_envs import MathEnv, ProgramEnv, RetrievalQAEnv
+                     with_gold: bool = True, **options: Any) -> Callable[[Example], Any]:
+    """`example -> LATS environment` of `kind`: a tree world of LATS_ENVS (`qa` needs `retriever_for`), or any
+    other registered env whose snapshots restore, searched through `EnvWorld` (`options` go to `make_env`)."""
+    from agentic_infer.envs.registry import get_env_spec, make_env
 
-    if kind == "game24":
-        return lambda ex: Game24LATSEnv(ex["question"])
-    if kind == "math":
-        return lambda ex: MathEnv(ex["question"], gold=_gold(ex, with_gold))
-    if kind == "qa":
-        if retriever_for is None:
+    if kind in LATS_ENVS:
+        extra = {"retriever_for": retriever_for} if kind == "qa" else {}
+        if kind == "qa" and retriever_for is None:
             raise ConfigError("LATS on a QA task searches: give an index (--index DIR) or a corpus (--corpus NAME)")
-        return lambda ex: RetrievalQAEnv(ex["question"], retriever_for(ex), gold=_gold(ex, with_gold))
-    if kind == "program":
-        def program(ex: Example) -> Any:
-            if not ex.get("tests"):
-                raise ConfigError("the program environment needs at least one visible test, e.g. "
-                                  "--test 'assert f(1) == 2'")
-            return ProgramEnv(ex["question"], visible_tests=list(ex["tests"]),
-                              hidden_tests=list(ex.get("hidden_tests") or []))
+        return lambda ex: make_env(kind, ex, with_gold=with_gold, **extra, **options).world
+    from agentic_infer.engines.tree.env_world import env_world_factory
 
-        return program
-    raise ConfigError(f"LATS environment {kind!r}: choose one of {', '.join(LATS_ENVS)}")
+    try:
+        get_env_spec(kind)
+    except ConfigError as e:
+        raise ConfigError(f"LATS environment {kind!r}: choose one of {', '.join(LATS_ENVS)} or a registered env "
+                          f"({e})") from e
+    return env_world_factory(kind, **options)
 
 
 def rap_task_factory(kind: str, *, with_gold: bool = True) -> Callable[[Example], Any]:
-    """`example -> RAP task` of `kind` (one of RAP_ENVS)."""
-    from agentic_infer.engines.tree.rap_tasks import BlocksworldTask, Game24RAPTask, GSM8KTask
+    """`example -> RAP task` of `kind` (one of RAP_ENVS), built by the env registry (its "rap" view)."""
+    from agentic_infer.envs.registry import make_env
 
-    if kind == "game24":
-        return lambda ex: Game24RAPTask(ex["question"])
-    if kind == "gsm8k":
-        return lambda ex: GSM8KTask(ex["question"], gold=_gold(ex, with_gold))
-    if kind == "blocksworld":
-        def blocks(ex: Example) -> Any:
-            if not ex.get("goal"):
-                raise ConfigError("the blocksworld task needs a goal, e.g. --goal 'the b block is on top of the a block'")
-            return BlocksworldTask(ex["question"], ex["goal"])
-
-        return blocks
-    raise ConfigError(f"RAP task {kind!r}: choose one of {', '.join(RAP_ENVS)}")
+    if kind not in RAP_ENVS:
+        raise ConfigError(f"RAP task {kind!r}: choose one of {', '.join(RAP_ENVS)}")
+    name = RAP_WORLDS[kind]
+    return lambda ex: make_env(name, ex, view="rap", with_gold=with_gold).world.rap_task

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from agentic_infer.errors import ConfigError
 from agentic_infer.types import Step, Trajectory, Usage
 from train.rewards import (
     RewardInput,
@@ -132,9 +133,18 @@ def test_atom_searcher_schedule():
     assert atomic_thoughts("<plan>p</plan> x <verification> v </verification>") == [("plan", "p"), ("verification", "v")]
 
 
-def test_planner_r1_staged():
-    assert planner_r1_reward(schema_valid=True, micro=1.0, macro=1.0, final_pass=True) == 4.0
-    assert planner_r1_reward(schema_valid=True, micro=0.5, macro=1.0, final_pass=True) == 1.5   # gated at micro
-    assert planner_r1_reward(schema_valid=False, micro=1.0, macro=1.0, final_pass=True) == 0.0
-    assert planner_r1_reward(schema_valid=True, micro=1.0, macro=0.5, final_pass=False) == 2.5
-    assert planner_r1_reward(schema_valid=True, micro=1.0, macro=1.0, final_pass=False, dense=False) == 0.0
+def test_planner_r1_is_a_weighted_sum_per_stage():
+    from train.rewards.schedules import RewardTerms
+
+    perfect = RewardTerms(schema=1.0, cs_micro=1.0, hard_micro=1.0, cs_macro=1.0, hard_macro=1.0, pass_=1.0)
+    assert [planner_r1_reward(perfect, stage=s) for s in (1, 2, 3)] == [6.0, 3.0, 1.0]
+    # 7 of 8 commonsense and 1 of 2 hard passed: 1 + 0.875 + 0.5 (no macro term, no pass) in stage 1, 0 after
+    partial = RewardTerms(schema=1.0, cs_micro=0.875, hard_micro=0.5, cs_macro=0.0, hard_macro=0.0, pass_=0.0)
+    assert planner_r1_reward(partial, stage=1) == 2.375
+    assert planner_r1_reward(partial, stage=2) == 0.0 and planner_r1_reward(partial, stage=3) == 0.0
+    # a sum, not a chain: a failed schema term hides nothing (the old chained reward gave 0 here)
+    no_schema = RewardTerms(schema=0.0, cs_micro=1.0, hard_micro=1.0, cs_macro=1.0, hard_macro=1.0, pass_=0.0)
+    assert planner_r1_reward(no_schema, stage=1) == 4.0 and planner_r1_reward(no_schema, stage=2) == 2.0
+    assert planner_r1_reward(partial, stage=1, weights={"cs_micro": 2.0, "hard_micro": 4.0}) == 2 * 0.875 + 4 * 0.5
+    with pytest.raises(ConfigError):
+        planner_r1_reward(perfect, stage=4)
