@@ -5,8 +5,8 @@
 
 Each argument is an `agentic eval run` directory of an env task (its `rollouts.jsonl`). Per run: tasks, success
 rate (the env's verdict), mean reward, share of tasks with at least one tool call, tool calls per task, the
-valid-call rate (calls the env executed without refusing, over every call the agent attempted: malformed and
-refused ones included), the share of final responses the env could parse when it has a `schema` check
+valid-call rate (calls the env executed without refusing, over every call the agent attempted: malformed ones,
+refused ones and those past the call budget included) and the calls by status, the share of final responses the env could parse when it has a `schema` check
 (TravelPlanner's plans), and the finish reasons. With `--base NAME`, every other run's success and valid-call
 rate against the base on the tasks both scored: the mean paired difference with a 95% bootstrap interval.
 Prints a table and writes runs/bench/env_agents.json. Not covered: running the evals (use `agentic eval run`).
@@ -31,7 +31,10 @@ def episode(rollout: dict[str, Any]) -> dict[str, Any]:
     executed = [s for s in steps if (s.get("metadata") or {}).get("status") == "executed"]
     valid = [s for s in executed if not (s.get("metadata") or {}).get("refused")]
     checks = {c["name"]: c["passed"] for c in (traj.get("metadata") or {}).get("verdict", {}).get("checks", [])}
+    statuses = Counter("refused" if (s.get("metadata") or {}).get("refused") else (s.get("metadata") or {}).get("status")
+                       for s in steps)
     return {"id": rollout["example_id"], "success": float(traj["rewards"].get("env_success", 0.0)),
+            "statuses": statuses,
             "reward": float(traj["rewards"].get("env_reward", 0.0)), "attempted": len(steps), "valid": len(valid),
             "schema": checks.get("schema"), "finish": traj.get("finish_reason"),
             "completion_tokens": traj["usage"]["completion_tokens"], "wall_s": traj["usage"]["wall_s"]}
@@ -48,6 +51,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "valid_call_rate": sum(r["valid"] for r in rows) / attempted if attempted else None,
             "schema_valid": sum(schema) / len(schema) if schema else None,
             "finish": dict(Counter(r["finish"] for r in rows)),
+            "calls_by_status": dict(sum((r["statuses"] for r in rows), Counter())),
             "tokens_per_task": sum(r["completion_tokens"] for r in rows) / n,
             "s_per_task": sum(r["wall_s"] for r in rows) / n}
 
@@ -82,7 +86,7 @@ def main() -> None:
     rows = {run.name: [episode(r) for _, r in iter_jsonl(run / "rollouts.jsonl")] for run in args.runs}
     result: dict[str, Any] = {"runs": {name: summarize(r) for name, r in rows.items()}}
     keys = ["tasks", "success", "success_ci", "reward", "with_call", "calls_per_task", "valid_call_rate",
-            "schema_valid", "tokens_per_task", "s_per_task", "finish"]
+            "schema_valid", "tokens_per_task", "s_per_task", "finish", "calls_by_status"]
     print("| run | " + " | ".join(keys) + " |\n|---|" + "---|" * len(keys))
     for name, s in result["runs"].items():
         print(f"| {name} | " + " | ".join(_fmt(s[k]) for k in keys) + " |")
