@@ -1,4 +1,4 @@
-"""Mutation testing of train/ and synth/ (and the RL parts they drive): does the suite catch realistic bugs?
+"""Mutation testing of train/, synth/, the envs and the RL parts they drive: does the suite catch realistic bugs?
 
     .venv/bin/python bench/mutants.py                 # every mutant, a table at the end
     .venv/bin/python bench/mutants.py --only dr_grpo_std --only arpo_hard_copies
@@ -39,6 +39,13 @@ T_GATES = "tests/synth/fuzzqa/test_gates.py"
 T_VERL = ("-m", "verl", "tests/train/verl")
 VERL_PY = ".venv-verl/bin/python"  # `make test-verl` creates it
 T_BRANCHING = ("tests/train/core/test_core_branching.py", "tests/agentic_infer/engines/test_branching.py")
+T_ENV_BASE = "tests/agentic_infer/envs/test_env_base.py"
+T_RETAIL = ("tests/agentic_infer/envs/test_retail_verify.py", "tests/agentic_infer/envs/test_retail_tools.py")
+T_TP = "tests/agentic_infer/envs/test_travelplanner_constraints.py"
+T_ENV_AGENT = ("tests/agentic_infer/engines/test_env_agent.py", "tests/train/test_grpo_env.py")
+T_ENV_EVAL = "tests/eval/test_env_tasks.py"
+T_TREE_ENVS = "tests/agentic_infer/engines/tree/test_tree_envs_registry.py"
+T_ENVTASKS = "tests/synth/envtasks/test_envtasks_intents.py"
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,33 @@ MUTANTS = [
            (T_PROBES,), "logits aligned with the wrong tokens"),
     Mutant("mi_probe_never_runs", "train/grpo/trainer.py", "if mode == \"train\" and self.mi_every and",
            "if mode == \"nope\" and self.mi_every and", (T_GRPO,), "the trainer never computes the MI proxy"),
+    # -- environments (issue 22) ---------------------------------------------------------------------------
+    Mutant("env_lists_ordered", "agentic_infer/envs/base.py",
+           "return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False))", "return items",
+           (T_ENV_BASE,), "the canonical digest hashes lists in their order (tau2-bench #514)"),
+    Mutant("retail_no_action_check", "agentic_infer/envs/retail/verify.py",
+           "checks = [check_state(db, gold_db), check_actions(calls, gold_calls), check_outputs(outputs, said)]",
+           "checks = [check_state(db, gold_db), check_outputs(outputs, said)]", T_RETAIL,
+           "retail's verdict drops the action check (tau2-bench #224)"),
+    Mutant("retail_outputs_keep_commas", "agentic_infer/envs/retail/verify.py",
+           'texts = [s.lower().replace(",", "") for s in said if s]', "texts = [s.lower() for s in said if s]",
+           T_RETAIL, "required outputs are matched with the agent's commas kept"),
+    Mutant("tp_drive_by_substring", "agentic_infer/envs/travelplanner/constraints.py",
+           r'r"self[-\s]?driv|\bdriv(?:e|es|ing|en)\b|\bdrove\b"', 'r"self-driving"', (T_TP,),
+           "TravelPlanner finds self-driving by substring: 'Drive' escapes (TravelPlanner #51)"),
+    Mutant("pass_hat_is_pass_at", "eval/stats.py", "return math.comb(c, k) / math.comb(n, k)",
+           "return 1 - math.comb(n - c, k) / math.comb(n, k)", (T_ENV_EVAL,), "pass^k computed as pass@k"),
+    Mutant("env_step_reward_dropped", "agentic_infer/engines/loop.py", "reward=out.reward, segment=call.segment,",
+           "segment=call.segment,", T_ENV_AGENT, "an env's per-step reward never reaches Step.reward"),
+    Mutant("end_of_turn_masked", "agentic_infer/engines/loop.py", "if eot and turn.startswith(eot)",
+           "if False and eot and turn.startswith(eot)", T_ENV_AGENT,
+           "the end-of-turn token before a user reply stays in the masked user turn"),
+    Mutant("tree_env_no_restore", "agentic_infer/engines/tree/env_world.py",
+           '        env.restore(state["snapshot"])  # from here', '        pass  # from here', (T_TREE_ENVS,),
+           "a tree node's step runs on whatever state the shared env was left in"),
+    Mutant("envtasks_intent_always_complete", "synth/envtasks/facts.py",
+           "return [n for n in needs if not all(_contains(text, fold(p)) for p in n.phrases)]", "return []",
+           (T_ENVTASKS,), "a synthesized intent that misses an argument is kept"),
 ]
 
 
