@@ -22,7 +22,7 @@ from agentic_infer.errors import ConfigError
 
 # Modules whose import registers the built-in envs.
 BUILTIN_MODULES = ("agentic_infer.envs.retail", "agentic_infer.envs.travelplanner", "agentic_infer.envs.bfcl",
-                   "agentic_infer.envs.tree")
+                   "agentic_infer.envs.tree", "agentic_infer.envs.games")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class EnvSpec:
     reward: str  # how the verdict's reward is made
     default_files: tuple[str, ...] = ()  # task files under the shared data folder (eval's defaults)
     snapshots: bool = True  # snapshot()/restore() work: a tree search can expand it
+    eval_task: bool | None = None  # an eval task of its own (None: iff it has default_files; games read --data)
 
 
 ENVS: dict[str, EnvSpec] = {}

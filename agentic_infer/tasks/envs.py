@@ -1,4 +1,5 @@
-"""Eval tasks from the env registry: every registered env with `default_files` is a task of family "env".
+"""Eval tasks from the env registry: every registered env with `default_files` (or `eval_task=True`) is a task of
+family "env".
 
     task = get_task("retail")                      # built from the "retail" EnvSpec
     examples = task.load("../shared/data/tools/tau_retail_db/retail_tasks_dev.jsonl")
@@ -89,7 +90,8 @@ def env_task(spec: EnvSpec) -> Task:
 
 def env_tasks() -> list[Task]:
     """One task per registered env with default files."""
-    return [env_task(spec) for spec in list_envs() if spec.default_files]
+    return [env_task(spec) for spec in list_envs()
+            if (spec.eval_task if spec.eval_task is not None else bool(spec.default_files))]
 
 
 def run_env_options(task: Task, data: str | Path) -> dict[str, Any]:

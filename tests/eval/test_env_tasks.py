@@ -55,6 +55,22 @@ def test_every_env_with_files_is_a_task_and_its_loader_keeps_the_rows(tmp_path):
         task.load(tmp_path / "bad.jsonl")
 
 
+def test_an_env_without_files_is_a_task_only_when_it_says_so():
+    """Generated envs (games: rows are seeds the user writes) have no shipped files; `eval_task=True` makes them tasks."""
+    import dataclasses
+
+    register_env(counter_env_spec("counter-nofiles"))
+    register_env(dataclasses.replace(counter_env_spec("counter-seeds"), eval_task=True))
+    try:
+        names = {t.name for t in list_tasks()}
+        assert "counter-seeds" in names and "counter-nofiles" not in names
+        assert get_task("counter-seeds").default_files == ()
+    finally:
+        for name in ("counter-nofiles", "counter-seeds"):
+            ENVS.pop(name, None)
+            _REGISTRY.pop(name, None)
+
+
 def test_a_benchmark_task_keeps_its_name_over_an_env():
     register_env(counter_env_spec("hotpotqa", default_files=("x.jsonl",)))
     try:
