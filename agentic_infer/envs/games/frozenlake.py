@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from agentic_infer.envs.base import CallResult, Check, Env, EnvVerdict, Refusal, function_schema
+from agentic_infer.envs.base import CallResult, Env, EnvVerdict, Refusal
+from agentic_infer.envs.games.moves import act_tool, action_name, game_verdict
 from agentic_infer.envs.registry import EnvSpec, register_env
 from agentic_infer.errors import ConfigError
 
@@ -151,9 +152,7 @@ class FrozenLakeEnv(Env):
 
     # -- what the agent is shown -------------------------------------------------------------------
     def tools(self) -> list[dict[str, Any]]:
-        return [function_schema("act", "Move the player one cell: Left, Down, Right or Up.",
-                                {"action": {"type": "string", "enum": list(ACTIONS),
-                                            "description": "the direction to move"}}, ["action"])]
+        return [act_tool("Move the player one cell: Left, Down, Right or Up.", ACTIONS, "the direction to move")]
 
     def instructions(self) -> str:
         return ("You are solving the FrozenLake puzzle. Avoid the holes and reach the goal. Act with the tool "
@@ -181,7 +180,7 @@ class FrozenLakeEnv(Env):
     # -- acting ------------------------------------------------------------------------------------
     def execute(self, tool: str, arguments: dict[str, Any]) -> CallResult:
         raw = arguments.get("action")
-        action = next((a for a in ACTIONS if isinstance(raw, str) and raw.strip().lower() == a.lower()), None)
+        action = action_name(raw, ACTIONS)
         if action is None:
             raise Refusal(f"action must be one of {', '.join(ACTIONS)}, got {raw!r}")
         if self.done:
@@ -213,16 +212,11 @@ class FrozenLakeEnv(Env):
         return {"grid": self.render(), "row": self.row, "col": self.col}
 
     def verify(self, response: str) -> EnvVerdict:
-        limit = self.config.max_actions_per_traj
-        solved = self.desc[self.row][self.col] == "G"
-        checks = [Check("solved", solved, "" if solved else f"the player is at ({self.row}, {self.col}), "
-                        f"on {'a hole' if self.desc[self.row][self.col] == 'H' else 'ice'}, not the goal"),
-                  Check("within step limit", self.steps <= limit, f"{self.steps} of {limit} moves")]
-        ret = sum(c.reward or 0.0 for c in self.calls)
-        verdict = EnvVerdict(0.0, checks, {"return": ret, "steps": self.steps, "optimal_steps":
-                                           len(shortest_path(self.desc, self.start) or [])})
-        verdict.reward = 1.0 if verdict.success else 0.0
-        return verdict
+        cell = self.desc[self.row][self.col]
+        return game_verdict(solved=cell == "G", detail=f"the player is at ({self.row}, {self.col}), on "
+                            f"{'a hole' if cell == 'H' else 'ice'}, not the goal", steps=self.steps,
+                            limit=self.config.max_actions_per_traj, unit="moves", calls=self.calls,
+                            optimal_steps=len(shortest_path(self.desc, self.start) or []))
 
     def _mutable(self) -> Any:
         return {"row": self.row, "col": self.col, "steps": self.steps}

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from agentic_infer.envs.base import CallResult, Check, Env, EnvVerdict, Refusal, function_schema
+from agentic_infer.envs.base import CallResult, Env, EnvVerdict, Refusal
+from agentic_infer.envs.games.moves import act_tool, action_name, game_verdict
 from agentic_infer.envs.registry import EnvSpec, register_env
 from agentic_infer.errors import ConfigError
 
@@ -190,15 +191,10 @@ def generate_board(seed: int, config: SokobanConfig) -> Board:
                       "use a larger room or fewer boxes")
 
 
-def action_name(text: Any) -> str | None:
-    """RAGEN's action name that `text` spells (case and surrounding space ignored), None when it spells none."""
-    return {n.lower(): n for n in ACTIONS}.get(text.strip().lower()) if isinstance(text, str) else None
-
-
 def parse_answer(text: str) -> list[str]:
     """The actions in a RAGEN answer `<answer>Right || Up</answer>` (or bare `Right || Up`), unknown ones dropped."""
     match = re.search(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
-    names = [action_name(part) for part in (match.group(1) if match else text).split("||")]
+    names = [action_name(part, ACTIONS) for part in (match.group(1) if match else text).split("||")]
     return [n for n in names if n]
 
 
@@ -225,9 +221,8 @@ class SokobanEnv(Env):
         self.steps = 0
 
     def tools(self) -> list[dict[str, Any]]:
-        return [function_schema("act", "Make one move: the player steps (pushing a box in front of it).",
-                                {"action": {"type": "string", "enum": list(ACTIONS),
-                                            "description": "the move: Up, Down, Left or Right"}}, ["action"])]
+        return [act_tool("Make one move: the player steps (pushing a box in front of it).", ACTIONS,
+                         "the move: Up, Down, Left or Right")]
 
     def instructions(self) -> str:
         return (f"Act with the tool `act` and one action ({', '.join(ACTIONS)}), e.g. act {{\"action\": \"Right\"}}; "
@@ -241,7 +236,7 @@ class SokobanEnv(Env):
         if self.done:
             raise Refusal("the episode is over (solved or out of moves); no more moves are accepted")
         raw = arguments.get("action")
-        action = action_name(raw)
+        action = action_name(raw, ACTIONS)
         if action is None:
             raise Refusal(f"invalid action {raw!r}; use one of {', '.join(ACTIONS)}")
         before = self.board
@@ -270,13 +265,9 @@ class SokobanEnv(Env):
         return {"grid": self.board.render()}  # the grid fixes every position; equal boards, equal anchors
 
     def verify(self, response: str) -> EnvVerdict:
-        solved = self.board.solved()
-        ret = round(sum(c.reward or 0.0 for c in self.calls), 10)
-        checks = [Check("solved", solved, "" if solved else f"boxes off target:\n{self.board.render()}"),
-                  Check("within step limit", self.steps <= self.config.max_steps,
-                        f"{self.steps} of {self.config.max_steps} steps")]
-        return EnvVerdict(float(all(c.passed for c in checks)), checks, {"return": ret, "steps": self.steps,
-                                                                          "seed": self.seed})
+        return game_verdict(solved=self.board.solved(), detail=f"boxes off target:\n{self.board.render()}",
+                            steps=self.steps, limit=self.config.max_steps, unit="steps", calls=self.calls,
+                            seed=self.seed)
 
     def _mutable(self) -> Any:
         return {"player": list(self.board.player), "boxes": sorted(list(b) for b in self.board.boxes),
