@@ -32,6 +32,7 @@ from typing import Any
 from agentic_infer.envs.base import CallResult, Check, Env, EnvVerdict
 from agentic_infer.envs.bfcl.checker import Call, ast_check, bfcl_category, gold_calls, parse_calls
 from agentic_infer.errors import ConfigError
+from agentic_infer.runner import iter_jsonl
 from agentic_infer.verify.toolrl import ToolRLScore, parse_tool_calls, toolrl_correctness
 
 ROW_FORMAT = ("a BFCL v4 row {id, question: [[{role, content}]], function: [schemas]} plus its gold: "
@@ -118,12 +119,10 @@ def _schema(prop: Any) -> Any:
 def _answers(path: str) -> dict[str, Any]:
     """{id: ground_truth} of one possible_answer file (JSON Lines), read once."""
     out = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            rec = json.loads(line)
-            if "id" not in rec or "ground_truth" not in rec:
-                raise ConfigError(f"{path}:{n}: expected {{id, ground_truth}}, got keys {sorted(rec)}")
-            out[str(rec["id"])] = rec["ground_truth"]
+    for n, rec in iter_jsonl(path, "BFCL possible_answer JSON Lines {id, ground_truth}"):
+        if "id" not in rec or "ground_truth" not in rec:
+            raise ConfigError(f"{path}:{n}: expected {{id, ground_truth}}, got keys {sorted(rec)}")
+        out[str(rec["id"])] = rec["ground_truth"]
     return out
 
 
