@@ -78,3 +78,13 @@ def test_cli_demos_from_train_tasks_and_dev_tasks_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["synth", "envtasks", "--from-tasks", str(dev), "--out", str(tmp_path / "x"), "--demos"])
     assert e.value.code == 2 and "never training data" in capsys.readouterr().err
+
+
+def test_cli_set_gives_the_demos_env_agent_settings(tmp_path):
+    train = shared_data("tools/tau_retail_db/retail_tasks_train.jsonl")
+    out = tmp_path / "c"
+    _run("--from-tasks", str(train), "--count", "1", "--out", str(out), "--demos", "--set", "tool_schemas=compact")
+    [demo] = _lines(out / "demos" / "trajectories.jsonl")
+    system = demo["segments"][0]["metadata"]["messages"][0]["content"]
+    assert "\nget_order_details(order_id: string): Get the status and details of an order." in system
+    assert '"parameters"' not in system and demo["config"]["tool_schemas"] == "compact"

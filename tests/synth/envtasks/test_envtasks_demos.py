@@ -102,3 +102,16 @@ def test_a_demo_that_misses_a_gold_write_is_rejected(tables, vocab):
     traj, reason = asyncio.run(play_script(row, [turns[0], turns[-1]], vocab, env="retail", calls=1))
     assert reason is not None and reason.startswith("reward_0:") and "actions" in reason and "state" in reason
     assert traj.rewards["env_reward"] == 0.0
+
+
+def test_agent_settings_reach_the_demos_prompt(tables, vocab):
+    """`agent=` (the CLI's --set) builds demos with the prompt the policy will run with: compact tool schemas give
+    a system message of signature lines, not JSON schemas, and the demo still verifies."""
+    row = _synth(tables)
+    full, _ = asyncio.run(build_env_demo(row, vocab, tables=tables))
+    compact, reason = asyncio.run(build_env_demo(row, vocab, tables=tables, agent={"tool_schemas": "compact"}))
+    assert reason is None and compact.rewards["env_reward"] == 1.0
+    system_full, system_compact = (t.segments[0].metadata["messages"][0]["content"] for t in (full, compact))
+    assert '"parameters"' in system_full and '"parameters"' not in system_compact
+    assert "\ncancel_pending_order(order_id: string, reason: string): Cancel a pending order." in system_compact
+    assert len(compact.segments[0].token_ids) < len(full.segments[0].token_ids) // 2
