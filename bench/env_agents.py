@@ -33,7 +33,7 @@ def episode(rollout: dict[str, Any]) -> dict[str, Any]:
     checks = {c["name"]: c["passed"] for c in (traj.get("metadata") or {}).get("verdict", {}).get("checks", [])}
     statuses = Counter("refused" if (s.get("metadata") or {}).get("refused") else (s.get("metadata") or {}).get("status")
                        for s in steps)
-    return {"id": rollout["example_id"], "success": float(traj["rewards"].get("env_success", 0.0)),
+    return {"id": rollout["example_id"], "success": float(traj["rewards"].get("success", 0.0)),
             "statuses": statuses,
             "reward": float(traj["rewards"].get("env_reward", 0.0)), "attempted": len(steps), "valid": len(valid),
             "schema": checks.get("schema"), "finish": traj.get("finish_reason"),

@@ -23,7 +23,7 @@ from eval import plots
 from eval.summary import read_results, summarize
 
 TABLE_METRICS = ("em", "f1", "cover_em", "judge_acc", "search_o1_acc_backoff", "math_equal", "game24_valid",
-                 "bfcl_ast", "env_success", "env_reward")
+                 "bfcl_ast", "success", "env_reward")
 MAX_DIFF_ROWS = 40
 
 

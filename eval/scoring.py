@@ -12,7 +12,7 @@ Search-o1's answer backoff (it scores the direct run's answer when this one is e
 a flat view of the rollout (prediction, metrics, tokens, calls, the output text) for summaries and
 reports; the trajectories themselves stay in `rollouts.jsonl` (the row lists their ids).
 Env tasks (family "env") are not re-scored from text: the env engine verified each episode against its env
-and wrote `env_success` / `env_reward` into each trajectory's rewards; those are the verdicts (sample 0's go
+and wrote `success` / `env_reward` into each trajectory's rewards; those are the verdicts (sample 0's go
 into `rollout.rewards`), and k samples add tau-bench's pass^j for j = 1..k (C(c, j) / C(k, j), c = successes;
 a run's mean over tasks is its pass^j) and pass@k.
 Not covered: LLM-judge verdicts (`eval.judging`, a phase after generation).

@@ -3,7 +3,7 @@
     engine = EnvAgent(llm, EnvAgentConfig(env="retail"))
     rollout = await engine.run(task_row)              # a row of the env's task file (+ "id")
     traj = rollout.trajectory
-    traj.rewards["env_reward"], traj.rewards["env_success"], traj.metadata["verdict"]
+    traj.rewards["env_reward"], traj.rewards["success"], traj.metadata["verdict"]
     [(s.action, s.arguments, s.state, s.reward) for s in traj.steps]   # one Step per tool call
 
 Registered as "env" (`seeded_factory("env", {"env": "retail"})` for RL, `agentic eval run --task retail`).
@@ -24,7 +24,7 @@ the chat template's markup) and the episode continues; None ends it. A terminal 
 At the end, `verdict = env.verify(final message)`, the final message being the agent's last message to the
 user ("" when it sent none; an env that checks every message, as tau-bench's outputs check does, keeps the
 ones `reply` saw): `trajectory.rewards` (and the Rollout's) get `env_reward` = verdict.reward and
-`env_success` = 1.0 / 0.0 (every check passed), `trajectory.metadata` gets `verdict` (its dict), `env_digest`
+`success` = 1.0 / 0.0 (every check passed), `trajectory.metadata` gets `verdict` (its dict), `env_digest`
 (the final state's digest), `env_done` and `messages_to_user` (every message `reply` was asked about).
 The Rollout's answer is the final message.
 Not covered: several tool calls in one turn (generation stops at the first closing tag), forking an env
@@ -212,5 +212,5 @@ class EnvAgent(LoopEngine):
         verdict = env.verify(traj.answer)
         traj.metadata.update(verdict=verdict.to_dict(), env_digest=env.digest(), env_done=env.done)
         rollout = single_rollout(traj, episode.example, engine=self.name)
-        write_verdicts(rollout, {"env_reward": verdict.reward, "env_success": float(verdict.success)})
+        write_verdicts(rollout, {"env_reward": verdict.reward, "success": float(verdict.success)})
         return rollout

@@ -10,7 +10,7 @@ The task's name is the env's name; the loader reads the env's task rows as the f
 a JSON list or CSV, `tasks.base.read_rows`; parquet through pyarrow), each row's id from the row (`id`, `_id`,
 ...) else the file name and line. An env whose factory takes `data_file=` (bfcl: its gold is in
 `possible_answer/` next to the file) gets the run's file (`run_env_options`). The engine ("env", `agentic_infer.engines.env_agent`) gets the whole row and computes the verdict
-itself; the metrics `env_success` (primary) and `env_reward` are read from its rewards, not re-scored from
+itself; the metrics `success` (primary) and `env_reward` are read from its rewards, not re-scored from
 text (`eval.scoring`), and `--samples k` adds tau-bench's pass^1..k. A benchmark task of the same name (e.g.
 a tree world such as game24) keeps its name: the env is then no task. `env_tasks()` is called by the task
 registry (`agentic_infer.tasks`); this module exports no `TASKS`.
@@ -29,7 +29,7 @@ from agentic_infer.envs.registry import EnvSpec, get_env_spec, list_envs
 from agentic_infer.errors import ConfigError
 from agentic_infer.tasks.base import Task, fail, read_rows, record_id
 
-METRICS = ("env_success", "env_reward")
+METRICS = ("success", "env_reward")
 QUESTION_FIELDS = ("question", "instruction", "query", "user_question", "messages", "prompt")
 QUESTION_CHARS = 300
 
@@ -84,7 +84,7 @@ def env_task(spec: EnvSpec) -> Task:
     """The eval task of one env (its name, its task files, the env engine's metrics)."""
     return Task(name=spec.name, family="env", description=f"{spec.description} (env; reward: {spec.reward})",
                 data_format=f"{spec.name} task rows: {spec.task_format}", loader=_loader(spec), metrics=METRICS,
-                primary="env_success", default_files=tuple(spec.default_files), prompts={},
+                primary="success", default_files=tuple(spec.default_files), prompts={},
                 extract=lambda text: text, engines=("env",))
 
 

@@ -43,7 +43,7 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 def test_every_env_with_files_is_a_task_and_its_loader_keeps_the_rows(tmp_path):
     assert ENV in {t.name for t in list_tasks()}
     task = get_task(ENV)
-    assert task.family == "env" and task.primary == "env_success" and task.metrics == ("env_success", "env_reward")
+    assert task.family == "env" and task.primary == "success" and task.metrics == ("success", "env_reward")
     assert task.engines == ("env",) and task.default_files == ("tools/counter.jsonl",)
     data = write_rows(tmp_path / "c.jsonl", [{"id": "a", "target": 3}, {"target": 4, "instruction": "Reach 4."}])
     a, b = task.load(data)
@@ -102,15 +102,15 @@ async def test_metrics_are_the_engines_verdicts(tmp_path):
     summary = await run_eval(RunConfig(task=ENV, data=str(data), out=str(out)), llm=llm, progress=False)
     rows = {r["id"]: r for r in read_results(out / "results.jsonl")}
     assert {k: r["metrics"] for k, r in rows.items()} == {
-        "a": {"env_success": 1.0, "env_reward": 1.0}, "b": {"env_success": 0.0, "env_reward": 0.5},
-        "c": {"env_success": 0.0, "env_reward": 0.0}}
+        "a": {"success": 1.0, "env_reward": 1.0}, "b": {"success": 0.0, "env_reward": 0.5},
+        "c": {"success": 0.0, "env_reward": 0.0}}
     assert rows["b"]["env"]["failed"] == {"reported": "2 is not in the response"}
     assert rows["a"]["prediction"] == "It is 3." and rows["a"]["tool_calls"] == 1
-    assert summary["engine"] == "env" and summary["primary"] == "env_success"
-    assert summary["metrics"]["env_success"]["mean"] == pytest.approx(1 / 3)
+    assert summary["engine"] == "env" and summary["primary"] == "success"
+    assert summary["metrics"]["success"]["mean"] == pytest.approx(1 / 3)
     assert summary["metrics"]["env_reward"]["mean"] == pytest.approx(0.5)
     rollout = json.loads((out / "rollouts.jsonl").read_text().splitlines()[0])
-    assert rollout["example"] == {"id": "a", "target": 3} and rollout["rewards"]["env_success"] == 1.0
+    assert rollout["example"] == {"id": "a", "target": 3} and rollout["rewards"]["success"] == 1.0
     assert rollout["trajectories"][0]["steps"][0]["state"] == '{"value":0}'
 
 
@@ -136,16 +136,16 @@ async def test_samples_give_pass_hat_k_in_summary_and_report(tmp_path):
     assert m["pass^2"]["mean"] == pytest.approx((1 / 3 + 1) / 2)
     assert m["pass^3"]["mean"] == pytest.approx(0.5)
     assert m["pass@3"]["mean"] == 1.0 and "maj@3" not in m
-    assert m["env_success"]["mean"] == 1.0  # sample 0 of each task
+    assert m["success"]["mean"] == 1.0  # sample 0 of each task
     rows = {r["id"]: r for r in read_results(out / "results.jsonl")}
     assert rows["a"]["metrics"]["pass^2"] == pytest.approx(1 / 3)
     rollout = json.loads((out / "rollouts.jsonl").read_text().splitlines()[0])
-    assert [t["rewards"]["env_success"] for t in rollout["trajectories"]] == [1.0, 1.0, 0.0]
+    assert [t["rewards"]["success"] for t in rollout["trajectories"]] == [1.0, 1.0, 0.0]
     saved = json.loads((out / "summary.json").read_text())
     assert saved["metrics"]["pass^3"]["mean"] == pytest.approx(0.5)
     html, md, *_ = write_report([out], out=tmp_path / "report.html")
     text = md.read_text()
-    for name in ("env_success (95% CI)", "pass^1 (95% CI)", "pass^2 (95% CI)", "pass^3 (95% CI)"):
+    for name in ("success (95% CI)", "pass^1 (95% CI)", "pass^2 (95% CI)", "pass^3 (95% CI)"):
         assert name in text
 
 
@@ -157,7 +157,7 @@ def test_cli_eval_run_on_an_env_task(tmp_path, monkeypatch, capsys):
         main(["eval", "run", "--task", ENV, "--data", str(data), "--out", str(out), "--quiet"])
     assert e.value.code == 0, capsys.readouterr().err
     assert f"{ENV} / env" in capsys.readouterr().out
-    assert json.loads((out / "summary.json").read_text())["metrics"]["env_success"]["mean"] == 1.0
+    assert json.loads((out / "summary.json").read_text())["metrics"]["success"]["mean"] == 1.0
     with pytest.raises(SystemExit) as e:
         main(["eval", "run", "--task", ENV, "--data", str(data), "--out", str(tmp_path / "x"), "--engine", "cot"])
     assert e.value.code == 2 and "env tasks run on engine 'env'" in capsys.readouterr().err
@@ -181,9 +181,9 @@ async def test_retail_two_rows(tmp_path):
     out = tmp_path / "run"
     summary = await run_eval(RunConfig(task="retail", data=str(data), out=str(out)), llm=llm, progress=False)
     results = {r["id"]: r for r in read_results(out / "results.jsonl")}
-    assert results[rows[0]["id"]]["metrics"] == {"env_success": 1.0, "env_reward": 1.0}
-    assert results[rows[1]["id"]]["metrics"]["env_success"] == 0.0
-    assert summary["metrics"]["env_success"]["mean"] == 0.5
+    assert results[rows[0]["id"]]["metrics"] == {"success": 1.0, "env_reward": 1.0}
+    assert results[rows[1]["id"]]["metrics"]["success"] == 0.0
+    assert summary["metrics"]["success"]["mean"] == 0.5
     traj = json.loads((out / "rollouts.jsonl").read_text().splitlines()[0])["trajectories"][0]
     # the state before the first call: the shipped database unchanged, as retail's canonical text (its digest and
     # the records that differ from it: none yet), short enough to be GiGPO's text anchor
@@ -201,9 +201,9 @@ async def test_bfcl_two_rows(tmp_path):
     llm = FakeLLM([call("calculate_triangle_area", base=10, height=5), "The area is 25.", "I do not know."])
     summary = await run_eval(cfg, llm=llm, progress=False)
     rows = read_results(tmp_path / "run" / "results.jsonl")
-    assert [(r["id"], r["metrics"]["env_success"]) for r in rows] == [("simple_python_0", 1.0),
+    assert [(r["id"], r["metrics"]["success"]) for r in rows] == [("simple_python_0", 1.0),
                                                                        ("simple_python_1", 0.0)]
-    assert summary["n"] == 2 and summary["metrics"]["env_success"]["mean"] == 0.5
+    assert summary["n"] == 2 and summary["metrics"]["success"]["mean"] == 0.5
 
 
 async def test_travelplanner_two_rows(tmp_path):
@@ -217,5 +217,5 @@ async def test_travelplanner_two_rows(tmp_path):
     summary = await run_eval(cfg, llm=llm, progress=False)
     results = read_results(out / "results.jsonl")
     assert [r["id"] for r in results] == ["tp.jsonl-1", "tp.jsonl-2"]  # no ids in the rows: file name + line
-    assert [r["metrics"]["env_success"] for r in results] == [1.0, 0.0]
-    assert summary["metrics"]["env_success"]["mean"] == 0.5
+    assert [r["metrics"]["success"] for r in results] == [1.0, 0.0]
+    assert summary["metrics"]["success"]["mean"] == 0.5

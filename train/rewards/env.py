@@ -4,7 +4,7 @@
     trl_reward(env_reward, name="env")                      # what `agentic train grpo` with `env: NAME` trains on
 
 The env agent (`agentic_infer.engines.env_agent`) ends every episode with `env.verify(...)` and writes the
-verdict's reward under `env_reward` and its success under `env_success` (`key="env_success"` rewards full
+verdict's reward under `env_reward` and its success under `success` (`key="success"` rewards full
 success only). Nothing is re-scored here: the env is the one definition of correctness. Per-step rewards
 (`Step.reward`, the env's call records) are not part of this scalar; GiGPO reads them from the steps.
 Not covered: a verdict recomputed from text (an env's verdict needs its state, which only the episode had).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from agentic_infer.errors import ConfigError
 from train.rewards.base import RewardInput
 
-ENV_KEYS = ("env_reward", "env_success")
+ENV_KEYS = ("env_reward", "success")
 
 
 def env_reward(inp: RewardInput, *, key: str = "env_reward") -> float:

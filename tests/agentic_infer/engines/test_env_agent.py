@@ -47,7 +47,7 @@ async def test_steps_states_rewards_and_verdict():
     assert traj.steps[0].metadata["info"] == {"delta": 2} and traj.steps[0].metadata["refused"] is False
     assert traj.steps[0].segment == 1 and traj.segments[1].kind == "model"
     # value == target and "3" reported: both checks pass
-    assert traj.rewards == {"env_reward": 1.0, "env_success": 1.0} and rollout.rewards == traj.rewards
+    assert traj.rewards == {"env_reward": 1.0, "success": 1.0} and rollout.rewards == traj.rewards
     assert traj.metadata["verdict"]["success"] is True and traj.metadata["verdict"]["failed"] == {}
     assert rollout.answer == traj.answer == "The counter is at 3 now."
     assert traj.metadata["env_digest"] and traj.metadata["env"] == ENV and traj.usage.tool_calls == 2
@@ -64,7 +64,7 @@ async def test_prompt_shows_instructions_tools_and_first_observation():
     assert '<tool_call>\n{"name": <function-name>, "arguments": <arguments-json-object>}\n</tool_call>' in system["content"]
     assert user == {"role": "user", "content": "Please bring the counter from 0 to 3."}
     # the verdict on a message that does nothing: value check fails, "3" not stated -> reward 0/2
-    assert traj.rewards == {"env_reward": 0.0, "env_success": 0.0}
+    assert traj.rewards == {"env_reward": 0.0, "success": 0.0}
     assert set(traj.metadata["verdict"]["failed"]) == {"value", "reported"}
 
 
@@ -98,7 +98,7 @@ async def test_a_refused_call_is_an_observation_and_a_tool_error():
     assert ok.error is None and ok.state == '{"value":0}'  # the refusals changed nothing
     assert traj.usage.tool_errors == 2 and traj.usage.tool_calls == 3
     assert "Error: n must be" in traj.segments[2].text and traj.segments[2].kind == "observation"
-    assert traj.rewards["env_success"] == 1.0
+    assert traj.rewards["success"] == 1.0
 
 
 async def test_the_reply_hook_continues_the_episode_as_a_user_turn():
@@ -120,7 +120,7 @@ async def test_the_reply_hook_continues_the_episode_as_a_user_turn():
     assert traj.metadata["messages_to_user"] == ["Shall I add 3?", "Done, it is 3."]
     assert traj.answer == "Done, it is 3." and traj.finish_reason == "answer"
     # the final message states "3" and the state check passes
-    assert traj.rewards["env_success"] == 1.0 and traj.token_exact
+    assert traj.rewards["success"] == 1.0 and traj.token_exact
     assert llm.remaining == 0
 
 
@@ -131,7 +131,7 @@ async def test_a_terminal_tool_ends_the_episode():
     assert traj.finish_reason == "answer" and traj.metadata["ended_by"] == "stop"
     assert llm.remaining == 1 and traj.answer == ""
     # value at target, but nothing was said: one of two checks
-    assert traj.rewards == {"env_reward": 0.5, "env_success": 0.0}
+    assert traj.rewards == {"env_reward": 0.5, "success": 0.0}
 
 
 async def test_call_limit_and_turn_limit():
@@ -141,7 +141,7 @@ async def test_call_limit_and_turn_limit():
     assert traj.metadata["verdict"]["info"] == {"value": 1}
     llm = FakeLLM([call("get")] * 3)
     traj = (await agent(llm, max_turns=2).run({"id": "c1", "target": 3})).trajectory
-    assert traj.finish_reason == "max_turns" and traj.answer == "" and traj.rewards["env_success"] == 0.0
+    assert traj.finish_reason == "max_turns" and traj.answer == "" and traj.rewards["success"] == 0.0
 
 
 def test_config_validation():
@@ -162,12 +162,12 @@ async def test_registry_entry_and_seeded_factory():
     engine = make(FakeLLM([call("add", n=3), "3"]), 7)
     assert engine.config.sampling.seed == 7
     rollout = await engine.run({"id": "c1", "target": 3})
-    assert rollout.engine == f"env/{ENV}" and rollout.rewards["env_success"] == 1.0
+    assert rollout.engine == f"env/{ENV}" and rollout.rewards["success"] == 1.0
     # k samples: a Group of seeded env agents, each on a fresh env
     group = build_engine("env", EngineParts(llm=FakeLLM([call("add", n=3), "3", "no"])),
                          engine_config("env", {"env": ENV}, samples=2), samples=2)
     rollout = await group.run({"id": "c1", "target": 3})
-    assert [t.rewards["env_success"] for t in rollout.trajectories] == [1.0, 0.0]
+    assert [t.rewards["success"] for t in rollout.trajectories] == [1.0, 0.0]
     assert [t.steps[0].state if t.steps else None for t in rollout.trajectories] == ['{"value":0}', None]
 
 
@@ -178,7 +178,7 @@ async def test_real_model_drives_the_env(embedded_llm):
     rollout = await engine.run({"id": "c1", "target": 3, "replies": ["Please continue."]})
     traj = rollout.trajectory
     assert traj.token_exact and traj.finish_reason in ("answer", "length", "max_turns", "max_tokens")
-    assert traj.usage.llm_calls >= 1 and set(traj.rewards) == {"env_reward", "env_success"}
+    assert traj.usage.llm_calls >= 1 and set(traj.rewards) == {"env_reward", "success"}
     assert len(traj.steps) <= 3 and all(s.state is not None for s in traj.steps)
     assert len(traj.loss_mask()) == len(traj.token_ids())
     assert traj.segments[0].text.startswith("<|im_start|>system\nYou operate a counter.")
@@ -199,7 +199,7 @@ async def test_lockstep_batches_episodes_each_on_its_own_env():
     rows = [{"id": "a", "target": 3}, {"id": "b", "target": 7}]
     rollouts = await run_many(agent(llm), rows, concurrency=2, scheduler="lockstep", progress=False)
     assert [r.trajectory.steps[0].arguments for r in rollouts] == [{"n": 3}, {"n": 7}]
-    assert [r.rewards["env_success"] for r in rollouts] == [1.0, 1.0]
+    assert [r.rewards["success"] for r in rollouts] == [1.0, 1.0]
     assert [r.trajectory.metadata["verdict"]["info"]["value"] for r in rollouts] == [3, 7]
 
 

@@ -257,6 +257,6 @@ async def test_the_env_agent_plays_a_tree_world():
     llm = FakeLLM([act("4 * 6"), act("24 * 1"), act("24 * 1"), "24 = (4 * 6) * 1 * 1"])
     rollout = await EnvAgent(llm, EnvAgentConfig(env="game24")).run({"id": "g", "question": "1 1 4 6"})
     t = rollout.trajectory
-    assert t.rewards["env_reward"] == 1.0 and t.rewards["env_success"] == 1.0
+    assert t.rewards["env_reward"] == 1.0 and t.rewards["success"] == 1.0
     assert [s.arguments["action"] for s in t.steps] == ["4 * 6", "24 * 1", "24 * 1"]
     assert '"numbers":["1","1","4","6"]' in t.steps[0].state and '"numbers":["1","1","24"]' in t.steps[1].state
