@@ -57,6 +57,7 @@ def agentic_gigpo(token_level_rewards, response_mask, index=None, config=None, n
     """GiGPO as a verl estimator, per uid group of whole-trajectory rows (see the module docstring): tokens of a
     step's span get A^E + ω·A^S, the row's other model tokens A^E, masked tokens 0; returns (advantages, returns)."""
     from train.core.advantages import gigpo_advantages
+    from train.core.advantages.gigpo import with_outcome
 
     if non_tensor_batch is None or STEPS_FIELD not in non_tensor_batch:
         raise ConfigError(GIGPO_NOT_IN_VERL)
@@ -70,12 +71,8 @@ def agentic_gigpo(token_level_rewards, response_mask, index=None, config=None, n
         groups.setdefault(uid, []).append(i)
     adv = token_level_rewards.new_zeros(token_level_rewards.shape)
     for rows in groups.values():
-        step_rewards = []
-        for i in rows:  # the outcome joins the last step's reward (train.core's `outcome_on_last_step`)
-            r = list(steps[i]["rewards"])
-            if r:
-                r[-1] += scores[i]
-            step_rewards.append(r)
+        # the outcome is the episode's total (train.core's `outcome_on_last_step`)
+        step_rewards = [with_outcome(steps[i]["rewards"], scores[i]) for i in rows]
         res = gigpo_advantages([scores[i] for i in rows], step_rewards, [steps[i]["states"] for i in rows],
                                turns=[steps[i]["turns"] for i in rows], **options)
         for k, i in enumerate(rows):

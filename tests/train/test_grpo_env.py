@@ -82,9 +82,9 @@ def test_env_reward_reads_the_verdict_only():
     from train.grpo.run import reward_function
     from train.rewards import RewardInput, env_reward
 
-    t = Trajectory(rewards={"env_reward": 0.5, "env_success": 0.0})
+    t = Trajectory(rewards={"env_reward": 0.5, "success": 0.0})
     assert env_reward(RewardInput("anything", trajectory=t)) == 0.5
-    assert env_reward(RewardInput("", trajectory=t), key="env_success") == 0.0
+    assert env_reward(RewardInput("", trajectory=t), key="success") == 0.0
     with pytest.raises(ConfigError, match="carries no env verdict"):
         env_reward(RewardInput("the counter is 3", gold="3"))
     fn = reward_function(settings(env=ENV))
@@ -143,13 +143,15 @@ def test_one_grpo_step_over_an_env(tokenizer, tmp_path):
         assert (step.action, step.arguments, step.state, step.reward) == ("add", {"n": n}, '{"value":0}', step_reward)
         assert t.segments[step.segment].kind == "model" and t.token_exact
     # GiGPO by hand (mean_norm; each trajectory = the add turn + the answer turn): A^E = r - mean = ±0.5 over the
-    # rows [1, 1, 0, 0]; both add steps start from the anchor {"value": 0}: returns 1 + 1 = 2 and 0 + 0 = 0, so
-    # A^S = ±1. The add turn's tokens get A^E + A^S = ±1.5, the answer turn's A^E = ±0.5, observations 0.
+    # rows [1, 1, 0, 0]; both add steps start from the anchor {"value": 0}. The outcome is the episode's total, so
+    # the step that already paid 1 gets 1 + (1 - 1) = 1 and the other 0 + (0 - 0) = 0 (not 2 and 0: the goal is
+    # not paid twice): A^S = ±0.5. The add turn's tokens get A^E + A^S = ±1.0, the answer turn's A^E = ±0.5.
     adv, env = batch["advantages"], batch["tool_mask"] * batch["completion_mask"]
     for b, sign in enumerate([1, -1, 1, -1]):
         trained = adv[b][env[b] == 1]
-        assert sorted(set(torch.round(trained, decimals=4).tolist())) == sorted([0.5 * sign, 1.5 * sign])
+        assert sorted(set(torch.round(trained, decimals=4).tolist())) == sorted([0.5 * sign, 1.0 * sign])
         assert (adv[b][env[b] == 0] == 0).all()
+    assert trainer._metrics["train"]["diag/anchor_share"] == [1.0]  # every step shares its group's start state
     before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
     trainer.train()
     assert any(not (v.detach() == before[k]).all() for k, v in trainer.model.named_parameters())

@@ -43,7 +43,7 @@ import torch
 from trl import GRPOTrainer
 
 from agentic_infer.errors import ConfigError
-from agentic_infer.types import Rollout
+from agentic_infer.types import Rollout, Trajectory
 from train.grpo.rollout import trajectories_of
 
 log = logging.getLogger(__name__)
@@ -202,6 +202,8 @@ class AgenticGRPOTrainer(GRPOTrainer):
             adv = out["advantages"]
         out["advantages"] = adv.to(out["completion_ids"].device)
         self._log_diagnostics(mode, rewards, group_size)
+        if all(isinstance(x.get("trajectory"), Trajectory) for x in inputs):
+            self._log_anchor_share(mode, trajectories_of(inputs), group_size)
         if mode == "train" and self.mi_every and self.state.global_step % self.mi_every == 0:
             self._log_mutual_information(out)
         return out
@@ -223,6 +225,19 @@ class AgenticGRPOTrainer(GRPOTrainer):
         out["tool_mask"] = mask * keep.to(mask.device, mask.dtype)
         trained = (out["completion_mask"] * out["tool_mask"]).sum()
         out["num_items_in_batch"] = self.accelerator.gather(trained).sum()
+
+    def _log_anchor_share(self, mode: str, trajectories: list[Trajectory], group_size: int) -> None:
+        """`diag/anchor_share`: the share of this process's steps in an anchor group of two or more within their
+        task's group (GiGPO's step groups; logged for every estimator, so a GRPO run shows it too)."""
+        from train.core.advantages.gigpo import anchor_counts
+
+        anchored = steps = 0
+        for g in range(0, len(trajectories), group_size):
+            a, n = anchor_counts([[s.state for s in t.steps] for t in trajectories[g:g + group_size]],
+                                 similarity_threshold=self.estimator.similarity_threshold)
+            anchored, steps = anchored + a, steps + n
+        if steps:
+            self._metrics[mode]["diag/anchor_share"].append(anchored / steps)
 
     def _log_diagnostics(self, mode: str, rewards: torch.Tensor, group_size: int) -> None:
         from train.core.diagnostics import step_stats

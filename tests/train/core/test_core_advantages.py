@@ -188,3 +188,29 @@ def test_aepo_entropy_aware_advantages():
     assert not out.requires_grad  # stop-gradient through the entropy
     masked = entropy_aware_advantages(torch.tensor([1.0, -1.0]), ent, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
     assert masked.tolist() == [pytest.approx([0.8, 1.2], abs=1e-4), [0.0, 0.0]]
+
+
+def test_the_outcome_is_the_episodes_total_reward_not_paid_twice():
+    from train.core.advantages.gigpo import rollout_step_rewards, with_outcome
+
+    assert with_outcome([0.0, 0.0, 1.0], 1.0) == [0.0, 0.0, 1.0]  # a game that paid its goal step
+    assert with_outcome([0.0, 0.0], 1.0) == [0.0, 1.0]  # a sparse env: the whole outcome on the last step
+    assert with_outcome([0.5, 0.0], 0.0) == [0.5, -0.5]  # paid on the way, failed at the end: total 0
+    assert with_outcome([], 1.0) == []
+    won = Trajectory(id="w", rewards={"r": 1.0}, steps=[Step(action="act", state="s0", reward=0.0),
+                                                         Step(action="act", state="s1", reward=1.0)])
+    lost = Trajectory(id="l", rewards={"r": 0.0}, steps=[Step(action="act", state="s0", reward=0.0)])
+    episode, steps, states = rollout_step_rewards(Rollout("t", [won, lost], None), reward_key="r")
+    assert (episode, steps, states) == ([1.0, 0.0], [[0.0, 1.0], [0.0]], [["s0", "s1"], ["s0"]])
+    # GiGPO over them (mean_norm, gamma 0.95): the s0 group compares returns 0.95 (won) and 0 (lost): A^S ±0.475
+    res = gigpo_advantages(episode, steps, states, gamma=0.95)
+    assert res.step[0][0] == pytest.approx(0.475) and res.step[1][0] == pytest.approx(-0.475)
+
+
+def test_anchor_counts_are_the_steps_in_shared_states():
+    from train.core.advantages.gigpo import anchor_counts
+
+    assert anchor_counts([["a", "b"], ["a", "c"], ["d"]]) == (2, 5)  # only the two "a" steps share a state
+    assert anchor_counts([["a", "a"]]) == (2, 2)  # a state revisited within one episode counts too
+    assert anchor_counts([[None, None]]) == (0, 2)  # no anchor: always alone
+    assert anchor_counts([]) == (0, 0)

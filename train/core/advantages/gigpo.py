@@ -24,8 +24,11 @@ As verl-agent's reference (`gigpo/core_gigpo.py`), which is the default here:
 Tokens: `gigpo_token_advantages` gives each model token of a step's action segment (`Step.segment`) its
 step's combined advantage; model tokens no step points to (the final answer turn) get A^E alone (an
 implicit step without an anchor, counted as a turn); observation tokens get 0 (they are masked anyway).
-Step rewards come from `Step.reward` (None = 0); the trajectory's outcome reward is added to its last
-step's reward when `outcome_on_last_step` (the usual sparse setting). Not covered: cross-task grouping
+Step rewards come from `Step.reward` (None = 0); with `outcome_on_last_step` (the default) the trajectory's
+outcome reward is its total: what the steps did not already pay (outcome - Σ step rewards) joins the last step
+(`with_outcome`). A sparse env (search, retail: step rewards 0) gets the whole outcome on its last step, as the
+usual sparse setting; a game that pays its goal step (FrozenLake's 1.0, whose verdict is also 1.0) is not paid
+twice. Not covered: cross-task grouping
 (anchors are only compared within one Rollout, i.e. one task).
 """
 
@@ -85,6 +88,18 @@ def anchor_groups(states: Sequence[Hashable | None], *, similarity_threshold: fl
         exact.setdefault(s, g)
         groups.append(g)
     return groups
+
+
+def anchor_counts(states: Sequence[Sequence[Hashable | None]], *,
+                  similarity_threshold: float | None = None) -> tuple[int, int]:
+    """(steps in an anchor group of two or more, steps) over one task's trajectories: the steps GiGPO's step
+    advantage can be non-zero for, and all of them."""
+    flat = [s for ss in states for s in ss]
+    groups = anchor_groups(flat, similarity_threshold=similarity_threshold)
+    sizes: dict[int, int] = {}
+    for g in groups:
+        sizes[g] = sizes.get(g, 0) + 1
+    return sum(sizes[g] >= 2 for g in groups), len(groups)
 
 
 @dataclass
@@ -162,6 +177,15 @@ def turns_of(traj: Trajectory, view: CompletionView) -> int:
     return max(1, len(traj.steps) + int(extra))
 
 
+def with_outcome(step_rewards: Sequence[float], outcome: float) -> list[float]:
+    """The step rewards with the outcome as the episode's total: outcome - Σ step rewards joins the last step
+    (unchanged when there is no step)."""
+    rs = [float(r) for r in step_rewards]
+    if rs:
+        rs[-1] += float(outcome) - sum(rs)
+    return rs
+
+
 def rollout_step_rewards(rollout: Rollout, *, reward_key: str, outcome_on_last_step: bool = True
                          ) -> tuple[list[float], list[list[float]], list[list[Hashable | None]]]:
     """(episode rewards, step rewards, anchor states) of a Rollout's trajectories (see module docstring)."""
@@ -172,8 +196,8 @@ def rollout_step_rewards(rollout: Rollout, *, reward_key: str, outcome_on_last_s
                               "score it first (verify.write_verdicts)")
         r = float(t.rewards[reward_key])
         rs = [float(s.reward or 0.0) for s in t.steps]
-        if outcome_on_last_step and rs:
-            rs[-1] += r
+        if outcome_on_last_step:
+            rs = with_outcome(rs, r)
         episode.append(r)
         steps.append(rs)
         states.append([s.state for s in t.steps])
@@ -207,6 +231,6 @@ def as_token_tensor(per_token: Sequence[Sequence[float]], length: int) -> torch.
     return out
 
 
-__all__ = ["EPISODE_MEANS", "GIGPO_SCALES", "GiGPOResult", "anchor_groups", "as_token_tensor", "discounted_returns",
-           "episode_advantages", "gigpo_advantages", "gigpo_token_advantages", "rollout_step_rewards", "similarity",
-           "turns_of"]
+__all__ = ["EPISODE_MEANS", "GIGPO_SCALES", "GiGPOResult", "anchor_counts", "anchor_groups", "as_token_tensor",
+           "discounted_returns", "episode_advantages", "gigpo_advantages", "gigpo_token_advantages",
+           "rollout_step_rewards", "similarity", "turns_of", "with_outcome"]
