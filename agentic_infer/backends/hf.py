@@ -2,12 +2,14 @@
 
 Options: `device` (cpu | cuda | auto; default: cuda when available), `dtype` (auto | float32 |
 bfloat16 | float16), `gguf_file` (a GGUF file inside the directory, dequantised by transformers),
-`tokenizer` (a separate local tokenizer directory). Only local files are read (no hub downloads).
+`tokenizer` (a separate local tokenizer directory), `batch` (1: one sequence at a time; N > 1: up to N
+concurrent generations decoded together, `agentic_infer.backends.hf_batch`). Only local files are read (no hub
+downloads).
 
 Decoding is a plain token-by-token loop with the KV cache, sampling here (temperature, top-k,
 top-p, repetition penalty) so that streaming, cancellation, stop strings and untempered top-k
-logprobs behave exactly as in the other backends. One sequence at a time; for throughput on a GPU
-use the vLLM backend.
+logprobs behave exactly as in the other backends. One sequence at a time unless `batch` > 1 (lockstep
+batches of concurrent generations, for RL rollouts on a CPU); for throughput on a GPU use the vLLM backend.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ class HFLLM(BaseLLM):
     max_concurrency = 1
 
     def __init__(self, path: str, *, device: str = "auto", dtype: str = "auto", gguf_file: str | None = None,
-                 tokenizer: str | None = None):
+                 tokenizer: str | None = None, batch: int = 1):
+        self._set_batch(batch)
         super().__init__()
         try:
             import torch
@@ -97,14 +100,24 @@ class HFLLM(BaseLLM):
         self._attach(model, hf_tok, device)
 
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any, *, device: str | None = None) -> HFLLM:
+    def from_model(cls, model: Any, tokenizer: Any, *, device: str | None = None, batch: int = 1) -> HFLLM:
         """The backend over an already loaded transformers model and tokenizer (no files read): e.g. the
         policy a trainer is updating, generated from with its current weights. The model is used as it is
-        (not moved, not switched to eval mode); `device` defaults to where its parameters are."""
+        (not moved, not switched to eval mode); `device` defaults to where its parameters are; `batch` > 1
+        decodes up to that many concurrent generations together."""
         llm = cls.__new__(cls)
+        llm._set_batch(batch)
         BaseLLM.__init__(llm)
         llm._attach(model, tokenizer, device or str(next(model.parameters()).device))
         return llm
+
+    def _set_batch(self, batch: int) -> None:
+        from agentic_infer.backends.hf_batch import LockstepBatcher
+
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ConfigError(f"hf backend batch={batch!r}: an int >= 1 (1 = one sequence at a time)")
+        self.max_concurrency = batch
+        self._batcher = LockstepBatcher(self, batch) if batch > 1 else None
 
     def _attach(self, model: Any, hf_tok: Any, device: str) -> None:
         self.model = model
@@ -117,8 +130,33 @@ class HFLLM(BaseLLM):
         gen = getattr(model, "generation_config", None)
         eos = gen.eos_token_id if gen is not None else None
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
-        self._eos = {int(e) for e in eos} | ({hf_tok.eos_token_id} if hf_tok.eos_token_id is not None else set())
-        self._lock = threading.Lock()
+        self.eos_ids = {int(e) for e in eos} | ({hf_tok.eos_token_id} if hf_tok.eos_token_id is not None else set())
+        pad = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else hf_tok.eos_token_id
+        self.pad_id = int(pad) if pad is not None else 0  # left padding of batched prompts (masked out)
+        self.model_lock = threading.Lock()
+        params = inspect.signature(model.forward).parameters
+        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    pick = staticmethod(_pick)
+
+    def detokenizer(self) -> _Detokenizer:
+        return _Detokenizer(self._tokenizer)
+
+    def check_fits(self, ids: Sequence[int]) -> None:
+        if self.context_length and len(ids) + 1 > self.context_length:
+            raise ContextLengthError(f"prompt of {len(ids)} tokens does not fit the model's {self.context_length}")
+
+    def token_logprob(self, logits: Any, tok: int, k: int | None) -> TokenLogprob:
+        """The sampled token's untempered log-prob and its top `k` alternatives (None: not computed)."""
+        import torch
+
+        if k is None:
+            return TokenLogprob(tok, "", float("nan"))
+        logp = torch.log_softmax(logits.float(), -1)
+        top = torch.topk(logp, k) if k > 0 else None
+        alts = () if top is None else tuple(TopLogprob(self._hf_tok.decode([int(i)]), float(v), int(i))
+                                            for v, i in zip(top.values.tolist(), top.indices.tolist()))
+        return TokenLogprob(tok, self._hf_tok.decode([tok]), float(logp[tok]), alts)
 
     @property
     def tokenizer(self) -> HFTokenizer:
@@ -130,41 +168,30 @@ class HFLLM(BaseLLM):
     def _run(self, ids: list[int], params: SamplingParams, seed: int, emit: Any, cancelled: threading.Event) -> None:
         import torch
 
-        if self.context_length and len(ids) + 1 > self.context_length:
-            raise ContextLengthError(f"prompt of {len(ids)} tokens does not fit the model's {self.context_length}")
+        self.check_fits(ids)
         gen = torch.Generator(device=self.device).manual_seed(seed)
-        k = params.logprobs
-        cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
-        with self._lock, torch.inference_mode():
+        with self.model_lock, torch.inference_mode():
             past = None
             inp = torch.tensor([ids], device=self.device)
             prev = list(ids)
-            text = _Detokenizer(self._tokenizer)
+            text = self.detokenizer()
             for step in range(params.max_tokens):
                 if cancelled.is_set():
                     return
-                out = self.model(input_ids=inp, use_cache=True, **{cache_arg: past})
+                out = self.model(input_ids=inp, use_cache=True, **{self.cache_arg: past})
                 past = getattr(out, "cache", None) or out.past_key_values
                 logits = out.logits[0, -1]
                 tok = _pick(logits, params, prev, gen)
-                if tok in self._eos:
+                if tok in self.eos_ids:
                     return
-                if k is None:
-                    lp = TokenLogprob(tok, "", float("nan"))
-                else:
-                    logp = torch.log_softmax(logits.float(), -1)
-                    top = torch.topk(logp, k) if k > 0 else None
-                    alts = () if top is None else tuple(
-                        TopLogprob(self._hf_tok.decode([int(i)]), float(v), int(i))
-                        for v, i in zip(top.values.tolist(), top.indices.tolist()))
-                    lp = TokenLogprob(tok, self._hf_tok.decode([tok]), float(logp[tok]), alts)
                 prev.append(tok)
-                emit((text.push(tok, last=step == params.max_tokens - 1), lp))
+                emit((text.push(tok, last=step == params.max_tokens - 1), self.token_logprob(logits, tok, params.logprobs)))
                 inp = torch.tensor([[tok]], device=self.device)
 
     def _stream_tokens(self, prompt, params, seed, cancelled) -> AsyncIterator[tuple[Any, Any]]:
         ids = self._tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
-        return thread_tokens(lambda emit, flag: self._run(ids, params, seed, emit, flag), "transformers")
+        run = self._batcher.run if self._batcher is not None else self._run
+        return thread_tokens(lambda emit, flag: run(ids, params, seed, emit, flag), "transformers")
 
 
 class _Detokenizer:

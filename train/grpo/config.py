@@ -14,6 +14,7 @@
     estimator: {name: gigpo, omega: 1.0}   # train.grpo.trainer.Estimator: advantages and loss options
     mi_every: 5                        # RAGEN-2's mutual-information probe every N steps (0 = off)
     num_generations: 4
+    rollout_batch: 1                   # episodes generated together (the hf backend's lockstep batches; 1 = in turn)
     branching: arpo                    # none | arpo | aepo: each group is one branched rollout (train.grpo.rollout)
     branching_config: {beta: 0.2, tau: 0.5, branch_factor: 1, initial: 2}    # ARPOConfig / AEPOConfig fields,
                                        # window, logprobs; per_prompt is num_generations
@@ -52,10 +53,11 @@ class GRPOSettings:
     reward_options: dict[str, Any] = field(default_factory=dict)
     estimator: Estimator = field(default_factory=Estimator)
     num_generations: int = 4
+    rollout_batch: int = 1
     branching: str = "none"
     branching_config: dict[str, Any] = field(default_factory=dict)
     mi_every: int = 5
-    batch_size: int = 4  # completions per device step (a multiple of num_generations)
+    batch_size: int = 4  # completions per micro-batch (x trl.gradient_accumulation_steps: a multiple of num_generations)
     max_steps: int = 10
     learning_rate: float = 1e-6
     max_completion_length: int = 1024
@@ -80,13 +82,21 @@ class GRPOSettings:
             raise ConfigError(f"engine={self.engine!r}: GRPO trains loop engines; choose one of {ENGINES}")
         if self.reward not in REWARDS:
             raise ConfigError(f"reward={self.reward!r}: choose one of {REWARDS}")
-        if self.num_generations < 2 or self.batch_size % self.num_generations:
-            raise ConfigError(f"num_generations={self.num_generations}, batch_size={self.batch_size}: need "
-                              "num_generations >= 2 and batch_size a multiple of it")
+        if self.num_generations < 2 or self.generation_batch % self.num_generations:
+            raise ConfigError(f"num_generations={self.num_generations}, batch_size={self.batch_size} x "
+                              f"{self.generation_batch // self.batch_size} micro-batches per generation: need "
+                              "num_generations >= 2 and the generation batch a multiple of it")
         if self.branching not in BRANCHING:
             raise ConfigError(f"branching={self.branching!r}: choose one of {BRANCHING}")
         if self.branching != "none":
             branching_config(self.branching, self.num_generations, self.branching_config)
+
+    @property
+    def generation_batch(self) -> int:
+        """Completions generated together: `batch_size` x TRL's steps_per_generation (default its
+        gradient_accumulation_steps), the batch the groups must tile."""
+        steps = self.trl.get("steps_per_generation") or self.trl.get("gradient_accumulation_steps") or 1
+        return self.batch_size * int(steps)
 
     def _check_env(self) -> None:
         """`env` runs the env agent (engine "env"), and the env reward reads only the env agent's verdict."""

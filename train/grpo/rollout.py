@@ -25,7 +25,8 @@ hold whole groups (`per_device_train_batch_size` × `steps_per_generation` a mul
 single process always satisfies); otherwise a ConfigError.
 
 Generation on CPU is `HFLLM.from_model` (`PolicyLLM`): the hf backend's decoding loop over the trainer's *current* model object,
-so every rollout is sampled from the weights being trained (no off-policyness beyond TRL's own reuse of a
+so every rollout is sampled from the weights being trained; with `rollout_batch` = N > 1 up to N episodes run
+concurrently and their turns are decoded together in lockstep batches (`agentic_infer.backends.hf_batch`) (no off-policyness beyond TRL's own reuse of a
 generation batch when `steps_per_generation` or `num_iterations` > 1, which its importance ratio corrects).
 On a GPU use TRL's vLLM (colocate or server mode) and a vLLM-backed LLM instead.
 Do not use patched trainers that drop `rollout_func` or `env_mask` (Unsloth #3573, #5673): observation
@@ -129,7 +130,7 @@ class RolloutFunc:
                  max_completion_length: int | None = None, allow_inexact: bool = False, seed: int | None = None,
                  llm_factory: Callable[[Any], Any] | None = None, branching: str = "none",
                  branching_options: Mapping[str, Any] | None = None, num_generations: int | None = None,
-                 example_for: Callable[[Any, int], dict[str, Any]] = prompt_to_example):
+                 example_for: Callable[[Any, int], dict[str, Any]] = prompt_to_example, rollout_batch: int = 1):
         if branching not in BRANCHING:
             raise ConfigError(f"branching={branching!r}: choose one of {BRANCHING}")
         if branching != "none":
@@ -145,6 +146,10 @@ class RolloutFunc:
         self.allow_inexact = allow_inexact
         self._seeds = itertools.count(seed) if seed is not None else None
         self.llm_factory = llm_factory
+        if not isinstance(rollout_batch, int) or rollout_batch < 1:
+            raise ConfigError(f"rollout_batch={rollout_batch!r}: episodes decoded together, an int >= 1")
+        self.rollout_batch = rollout_batch
+        self._llm: Any = None  # the policy backend, kept while the trainer's model object stays the same
         self.last_rollouts: list[Rollout] = []
         self.timings: dict[str, float] = {"engine_s": 0.0, "convert_s": 0.0}
 
@@ -161,14 +166,21 @@ class RolloutFunc:
         model = trainer.accelerator.unwrap_model(trainer.model) if trainer is not None else None
         if model is None:
             raise ConfigError("rollout_func needs the trainer (for its model) or an llm_factory")
-        return HFLLM.from_model(model, self.tokenizer)
+        if self._llm is None or self._llm.model is not model:
+            self._llm = HFLLM.from_model(model, self.tokenizer, batch=self.rollout_batch)
+        return self._llm
 
     async def _episodes(self, llm: Any, examples: list[dict[str, Any]]) -> list[Rollout]:
-        out = []
-        for ex in examples:  # one model, one sequence at a time (the hf backend serialises anyway)
-            seed = next(self._seeds) if self._seeds is not None else None
-            out.append(await self.engine_factory(llm, seed).run(ex))
-        return out
+        """One episode per example, seeded in order; up to the backend's concurrency at once (a batching backend
+        decodes their turns together), results in example order."""
+        seeds = [next(self._seeds) if self._seeds is not None else None for _ in examples]
+        gate = asyncio.Semaphore(getattr(llm, "max_concurrency", None) or 1)
+
+        async def one(ex: dict[str, Any], seed: int | None) -> Rollout:
+            async with gate:
+                return await self.engine_factory(llm, seed).run(ex)
+
+        return list(await asyncio.gather(*(one(ex, seed) for ex, seed in zip(examples, seeds))))
 
     def group_size(self, trainer: Any) -> int:
         if self.num_generations is not None:

@@ -104,7 +104,8 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
     rf = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
                      max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
                      seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config,
-                     example_for=task_row_example if settings.env else prompt_to_example)
+                     example_for=task_row_example if settings.env else prompt_to_example,
+                     rollout_batch=settings.rollout_batch)
     return AgenticGRPOTrainer(model=model, reward_funcs=reward_funcs or [reward_function(settings)],
                               args=GRPOConfig(**kw), train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               rollout_func=rf, estimator=settings.estimator, mi_every=settings.mi_every)
