@@ -29,13 +29,12 @@ and shown per stage in the report: `auto` is bf16 autocast over fp32 weights on 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,8 @@ from agentic_infer.engines.search_o1 import PLAIN_K, PLAIN_MAX_SEARCHES, PLAIN_P
 from agentic_infer.errors import ConfigError
 from train.distill.report import write_report
 from train.precision import Compute, check_settings, resolve_compute
+from train.stages import run_stages
+from train.stages import stage_hashes as chained_hashes
 
 log = logging.getLogger(__name__)
 
@@ -125,24 +126,11 @@ STAGE_KEYS = {
 
 
 def stage_hashes(s: DistillSettings) -> dict[str, str]:
-    """Each stage's config hash: its own settings and the hash of the stage before (a chain)."""
-    out, prev = {}, ""
-    for stage in STAGES:
-        blob = json.dumps([prev, stage, {k: getattr(s, k) for k in STAGE_KEYS[stage]}], sort_keys=True, default=str)
-        prev = out[stage] = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    return out
+    """Each stage's config hash (`train.stages.stage_hashes`: its settings and the stage before)."""
+    return chained_hashes(s, STAGES, STAGE_KEYS)
 
 
-def _done(folder: Path, h: str) -> dict[str, Any] | None:
-    marker = folder / "done.json"
-    if marker.is_file():
-        d = json.loads(marker.read_text())
-        if d.get("config_hash") == h:
-            return d
-    return None
-
-
-def _vocab(model: str) -> Any:
+def model_vocab(model: str) -> Any:
     """The target model's chat template and tokenizer (no weights loaded)."""
     from agentic_infer.backends.tokenizer import load_tokenizer
     from synth.demos import Vocab
@@ -158,7 +146,7 @@ def stage_data(s: DistillSettings, d: Path) -> dict[str, Any]:
     from agentic_infer.verify import normalize_answer
     from train.distill.data import build_plain_demos, dev_questions, load_train_questions
 
-    vocab = _vocab(s.model)
+    vocab = model_vocab(s.model)
     dev = dev_questions(s.data_dir)
     per_source, leaked, pools = {}, 0, []
     with (d / "demos.jsonl").open("w", encoding="utf-8") as f:
@@ -234,7 +222,7 @@ def stage_filter(s: DistillSettings, d: Path, data_dir: Path) -> dict[str, Any]:
     from train.core.masks import sft_row
     from train.distill.data import prompt_is_plain
 
-    vocab = _vocab(s.model)
+    vocab = model_vocab(s.model)
     eos = vocab.tokenizer.encode(vocab.end_of_turn())
     by_file: dict[str, list[tuple[Trajectory, dict]]] = {}
     drops = {"not_plain_prompt": 0, "too_long": 0, "unverified": 0}
@@ -367,18 +355,6 @@ def stage_gguf(s: DistillSettings, d: Path, model_dir: Path) -> dict[str, Any]:
     return {"gguf": str(target), "from": str(model_dir), "bytes": target.stat().st_size}
 
 
-def prepare_stage(folder: Path, h: str) -> bool:
-    """Make `folder` ready for a stage with config hash `h`; True when it holds a stopped run of the same settings
-    (kept, so SFT resumes its checkpoint), False when it was emptied."""
-    started = folder / "started.json"
-    resuming = started.is_file() and json.loads(started.read_text()).get("config_hash") == h
-    if not resuming:
-        shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    started.write_text(json.dumps({"config_hash": h}))
-    return resuming
-
-
 def run_distill(settings: DistillSettings, *, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run (or resume) every stage; returns {stage: summary} plus `gguf` and `report` paths."""
     s = settings.effective()
@@ -386,8 +362,6 @@ def run_distill(settings: DistillSettings, *, echo: Callable[[str], None] = prin
     compute.apply()
     echo(f"[distill] training with {compute}")
     out = Path(s.out)
-    out.mkdir(parents=True, exist_ok=True)
-    hashes = stage_hashes(s)
     dirs = {stage: out / stage for stage in STAGES}
     summaries: dict[str, dict[str, Any]] = {}
     runners = {
@@ -399,20 +373,6 @@ def run_distill(settings: DistillSettings, *, echo: Callable[[str], None] = prin
         "gguf": lambda d: stage_gguf(s, d, dirs["grpo" if s.grpo_steps > 0 else "sft"] / "model"),
         "report": lambda d: write_report(s, summaries, out / "report.md", plots=d),
     }
-    for stage in STAGES:
-        d = dirs[stage]
-        done = _done(d, hashes[stage])
-        if done is not None and stage != "report":
-            summaries[stage] = {**done["summary"], "skipped": True}
-            echo(f"[distill] {stage}: done earlier ({hashes[stage]}), skipped")
-            continue
-        echo(f"[distill] {stage}: {'resuming' if prepare_stage(d, hashes[stage]) else 'running'}")
-        t0 = time.perf_counter()
-        summary = runners[stage](d)
-        summary["seconds"] = round(time.perf_counter() - t0, 1)
-        summaries[stage] = summary
-        (d / "done.json").write_text(json.dumps({"config_hash": hashes[stage], "summary": summary,
-                                                 "settings": asdict(s)}, indent=2, default=str))
-        echo(f"[distill] {stage}: done in {summary['seconds']} s")
+    run_stages(out, STAGES, STAGE_KEYS, runners, s, echo=echo, tag="distill", summaries=summaries)
     echo(f"[distill] policy: {out / 'policy.gguf'}  report: {out / 'report.md'}")
     return {**summaries, "gguf": str(out / "policy.gguf"), "report": str(out / "report.md")}

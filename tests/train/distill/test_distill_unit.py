@@ -12,6 +12,7 @@ import pytest
 from agentic_infer.errors import ConfigError
 from train.distill import DistillSettings, recipe, stage_hashes
 from train.distill.data import build_plain_demos, load_train_questions, prompt_is_plain
+from train.stages import prepare_stage
 
 S = DistillSettings(limit=2, reject_questions=0)  # the quick recipe test samples the base
 if not Path(S.data_dir).is_dir():
@@ -20,7 +21,7 @@ if not Path(S.data_dir).is_dir():
 
 @pytest.fixture(scope="module")
 def vocab():
-    return recipe._vocab(S.model)
+    return recipe.model_vocab(S.model)
 
 
 def test_demos_use_the_plain_eval_prompt_and_raw_short_passages(vocab):
@@ -106,10 +107,10 @@ def test_passages_per_search_is_k():
 
 def test_a_stopped_stage_keeps_its_folder_only_under_the_same_settings(tmp_path):
     d = tmp_path / "sft"
-    assert recipe.prepare_stage(d, "h1") is False
+    assert prepare_stage(d, "h1") is False
     (d / "checkpoint-10").mkdir()
-    assert recipe.prepare_stage(d, "h1") is True and (d / "checkpoint-10").is_dir()  # resumed
-    assert recipe.prepare_stage(d, "h2") is False and not (d / "checkpoint-10").exists()  # settings changed
+    assert prepare_stage(d, "h1") is True and (d / "checkpoint-10").is_dir()  # resumed
+    assert prepare_stage(d, "h2") is False and not (d / "checkpoint-10").exists()  # settings changed
 
 
 def test_grpo_rewards_score_the_boxed_answer_the_policy_writes():
