@@ -10,7 +10,7 @@ TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,train,synth,dev
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 INDEX := $(HOME)/.cache/agentic-infer/indexes/wiki-vital-bm25
 
-.PHONY: demo test test-all test-verl lint bench clean-venv distill distill-eval
+.PHONY: demo test test-all test-verl lint bench clean-venv distill distill-eval rl rl-eval
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,17 @@ distill: $(VENV)/.test-installed
 # resumable); e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
 distill-eval: $(VENV)/.test-installed
 	spec=$$($(BIN)/python -m agentic_infer train distill-spec $(DISTILL_ARGS)) && $(BIN)/python -m agentic_infer eval compare "$$spec" $(DISTILL_EVAL_ARGS)
+
+# RL that learns on CPU: solver demos -> SFT -> GRPO and GiGPO from the same SFT weights -> runs/rl/report.md
+# (resumable by stage); GAME=frozenlake | sokoban, e.g. RL_ARGS="--set rl_steps=30".
+GAME ?= frozenlake
+RL_ARGS ?=
+rl: $(VENV)/.test-installed
+	$(BIN)/python -m agentic_infer train rl --game $(GAME) $(RL_ARGS)
+
+# The three policies of `make rl` on 100 held-out seeds (900000..900099), paired; then the report again.
+rl-eval: $(VENV)/.test-installed
+	$(BIN)/python bench/rl_heldout.py --game $(GAME) && $(BIN)/python -m agentic_infer train rl --game $(GAME) $(RL_ARGS)
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q

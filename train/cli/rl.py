@@ -1,4 +1,5 @@
-"""`agentic train grpo`: GRPO-family RL with our engines' multi-turn rollouts (TRL GRPOTrainer + rollout_func)."""
+"""`agentic train grpo`: GRPO-family RL with our engines' multi-turn rollouts (TRL GRPOTrainer + rollout_func);
+`agentic train rl`: the RL recipe on a game (SFT from solver demos, then GRPO and GiGPO), resumable by stage."""
 
 from __future__ import annotations
 
@@ -51,3 +52,15 @@ def _served(uri: str) -> str:
 
     src = resolve_model(uri)
     return str(src.directory) if not src.is_gguf else f"<HF folder of {uri}: agentic train sft --max-steps 0 --out DIR>"
+
+
+@train_app.command("rl")
+def rl(game: Annotated[str, typer.Option(help="frozenlake | sokoban")] = "frozenlake",
+       quick: Annotated[bool, typer.Option("--quick", help="2 demos, 1 step per stage (the test-suite run).")] = False,
+       out: Annotated[Optional[Path], typer.Option(help="Run folder (default runs/rl).")] = None,  # noqa: UP007
+       config: ConfigFile = None, set_: Set = None, show_config: ShowConfig = False) -> None:
+    """Demos -> SFT -> one RL stage per estimator -> report under runs/rl/<game>/ (a rerun skips finished stages)."""
+    from train.rl import RLSettings, run_rl
+
+    flags = [f"game={game}", *([f"out={out}"] if out else []), *(["quick=true"] if quick else [])]
+    run_rl(engine_settings(RLSettings, config, [*(set_ or []), *flags], show=show_config), echo=typer.echo)

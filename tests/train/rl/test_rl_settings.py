@@ -1,0 +1,57 @@
+"""The RL recipe's settings, seed ranges and report pieces (no model: the quick run is test_rl_quick.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_infer.errors import ConfigError
+from train.rl import HELD_OUT_FROM, RLSettings
+
+
+def test_held_out_seeds_are_refused_for_every_range():
+    assert HELD_OUT_FROM == 900000
+    RLSettings(val_seed_start=899968, val_size=32)  # ends at 899999: allowed
+    for kw in ({"val_seed_start": 899969, "val_size": 32}, {"train_seed_start": 899000, "train_seeds": 1001},
+               {"demo_seeds": 900001}):
+        with pytest.raises(ConfigError, match="held out"):
+            RLSettings(**kw)
+
+
+def test_rows_carry_the_seed_and_the_board_settings():
+    s = RLSettings(board={"size": 5})
+    assert s.rows(7, 2) == [{"id": "frozenlake-7", "seed": 7, "size": 5}, {"id": "frozenlake-8", "seed": 8, "size": 5}]
+
+
+def test_bad_settings_name_the_value():
+    with pytest.raises(ConfigError, match="game='chess'"):
+        RLSettings(game="chess")
+    with pytest.raises(ConfigError, match="estimators=\\['grpo', 'grpo'\\]"):
+        RLSettings(estimators=("grpo", "grpo"))
+    with pytest.raises(ConfigError, match="rl_generations=1"):
+        RLSettings(rl_generations=1)
+
+
+def test_rl_stages_share_their_settings_and_hash_after_sft():
+    from train.rl.recipe import STAGE_KEYS
+    from train.stages import stage_hashes
+
+    stages = ["demos", "sft", "grpo", "gigpo", "report"]
+    keys = {"demos": STAGE_KEYS["demos"], "sft": STAGE_KEYS["sft"], "grpo": STAGE_KEYS["rl"], "gigpo": STAGE_KEYS["rl"]}
+    a = stage_hashes(RLSettings(), stages, keys)
+    b = stage_hashes(RLSettings(rl_lr=RLSettings().rl_lr * 3), stages, keys)
+    assert [a[k] == b[k] for k in stages] == [True, True, False, False, False]  # only RL reruns
+    c = stage_hashes(RLSettings(demo_seeds=12), stages, keys)
+    assert not any(a[k] == c[k] for k in stages)
+
+
+def test_echo_alarm_fires_once_std_then_entropy_fall_and_the_gradient_spikes():
+    from train.rl.report import echo_alarms
+
+    flat = {"diag/group_reward_std": 0.5, "entropy": 1.0, "grad_norm": 1.0}
+    curve = [dict(flat) for _ in range(3)]  # the baseline window (3 steps)
+    curve += [{**flat, "diag/group_reward_std": 0.1} for _ in range(3)]  # std falls (<= 0.25 for 3 steps)
+    curve += [{**flat, "diag/group_reward_std": 0.1, "entropy": 0.2} for _ in range(3)]  # then entropy falls
+    curve += [{"diag/group_reward_std": 0.1, "entropy": 0.2, "grad_norm": 5.0}]  # then a 5x gradient spike
+    alarms = echo_alarms(curve)
+    assert alarms == [False] * 9 + [True]
+    assert echo_alarms([dict(flat) for _ in range(10)]) == [False] * 10
