@@ -37,6 +37,9 @@ T_REWARDS = ("tests/train/rewards/test_rewards_format_tools.py", "tests/train/re
 T_MASKS = "tests/train/core/test_core_masks.py"
 T_GATES = "tests/synth/fuzzqa/test_gates.py"
 T_VERL = ("-m", "verl", "tests/train/verl")
+T_HF_BATCH = "tests/agentic_infer/backends/test_hf_batch.py"
+T_GRPO_ENV = "tests/train/test_grpo_env.py"
+T_RL = ("tests/train/rl/test_rl_settings.py",)
 VERL_PY = ".venv-verl/bin/python"  # `make test-verl` creates it
 T_BRANCHING = ("tests/train/core/test_core_branching.py", "tests/agentic_infer/engines/test_branching.py")
 T_ENV_BASE = "tests/agentic_infer/envs/test_env_base.py"
@@ -254,6 +257,24 @@ MUTANTS = [
     Mutant("envtasks_intent_always_complete", "synth/envtasks/facts.py",
            "return [n for n in needs if not all(_contains(text, fold(p)) for p in n.phrases)]", "return []",
            (T_ENVTASKS,), "a synthesized intent that misses an argument is kept"),
+    Mutant("batch_positions_from_zero", "agentic_infer/backends/hf_batch.py",
+           "[0] * (width_f - f) + list(range(n, n + f))", "[0] * (width_f - f) + list(range(f))", (T_HF_BATCH,),
+           "a reused prefix's new tokens get positions as if they started the sequence"),
+    Mutant("batch_pad_unmasked", "agentic_infer/backends/hf_batch.py",
+           "[0] * (width_c - n) + [1] * n + [0] * (width_f - f) + [1] * f",
+           "[0] * (width_c - n) + [1] * n + [1] * (width_f - f) + [1] * f", (T_HF_BATCH,),
+           "left padding of a batched prompt is attended to"),
+    Mutant("batch_stale_weights", "agentic_infer/backends/hf_batch.py",
+           "        if version != self.version:", "        if self.version is None:", (T_HF_BATCH,),
+           "keys and values of older weights are reused after an optimizer step"),
+    Mutant("gigpo_outcome_paid_twice", "train/core/advantages/gigpo.py",
+           "rs[-1] += float(outcome) - sum(rs)", "rs[-1] += float(outcome)", (T_ADV, T_GRPO_ENV),
+           "a game that pays its goal step gets the outcome on top (the goal counted twice)"),
+    Mutant("anchor_share_counts_singletons", "train/core/advantages/gigpo.py",
+           "return sum(sizes[g] >= 2 for g in groups), len(groups)", "return sum(sizes[g] >= 1 for g in groups), "
+           "len(groups)", (T_ADV, T_GRPO_ENV), "a step alone in its state counts as anchored"),
+    Mutant("rl_held_out_seeds_allowed", "train/rl/recipe.py", "first + count > HELD_OUT_FROM",
+           "first + count > 10 * HELD_OUT_FROM", T_RL, "validation or training may use the held-out seeds"),
 ]
 
 

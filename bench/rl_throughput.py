@@ -19,8 +19,11 @@ import dataclasses
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the train package, not bench/train.py
 
 
 def episodes(llm, n: int, seed0: int, agent: dict) -> tuple[float, list]:

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the train package, not bench/train.py
 
 
 def main() -> None:

@@ -104,8 +104,8 @@ def game_section(game_dir: Path, root: Path, plots: Path | None) -> list[str]:
     total = sum(float(x["summary"]["seconds"]) for x in (demos, sft)) + sum(float(s["seconds"]) for s in rl.values())
     lines += ["", f"Total: {total / 60:.1f} min. Validation: seeds {settings['val_seed_start']}.."
               f"{settings['val_seed_start'] + settings['val_size'] - 1}, greedy, every {settings['val_every']} "
-              f"steps; step 0 is the SFT start inside the trainer (its autocast); the SFT policy alone (fp32): "
-              f"{_num(sv['success'])}.", ""]
+              f"steps; step 0 is the SFT start (inside the trainer when the run validated there; the SFT stage's "
+              f"own fp32 check: {_num(sv['success'])}).", ""]
     lines += ["### Validation success", "", "| step | " + " | ".join(rl) + " |", "|---|" + "---|" * len(rl)]
     steps = sorted({0} | {p["step"] for s in rl.values() for p in s.get("validation", [])})
     for st in steps:

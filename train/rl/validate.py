@@ -6,10 +6,10 @@
 
 The policy runs on the model object being trained (the hf backend's lockstep batches, `batch` episodes at a
 time, temperature 0), so a point of the curve is the weights at that optimizer step. `ValidationCallback`
-validates before the first step (step 0: the start, through the same path as every later point: inside the
-trainer the model's forward runs under the run's autocast, bf16 on a bf16 CPU, where a model loaded on its
-own runs fp32, and greedy decoding can differ between the two), every `every` steps and after the last one,
-and appends each point to `log` (JSONL) as it is made.
+validates before the first step (step 0: the start, measured through the same path as every later point:
+inside the trainer the model's forward runs under the run's autocast, bf16 on a bf16 CPU; on the FrozenLake
+SFT start that gave the same outcomes as fp32, `bench/rl_val_precision.py`), every `every` steps and after the
+last one, and appends each point to `log` (JSONL) as it is made.
 """
 
 from __future__ import annotations
