@@ -82,13 +82,14 @@ def test_gigpo_from_a_verl_batch_with_steps_hand_computed():
                              response_mask=data.batch["response_mask"], index=data.non_tensor_batch["uid"],
                              config=config, non_tensor_batch=data.non_tensor_batch)
     # uid q: scores 1, 0, 0 -> A^E = r - 1/3 = 2/3, -1/3, -1/3 (mean normalisation, every row 2 steps).
-    # Step rewards with the outcome on the last step: [0, 1], [0, 0], [0, 0.5]; returns (gamma 0.5):
-    # [0.5, 1], [0, 0], [0.25, 0.5]. Anchor S0: returns 0.5, 0, 0.25, mean 0.25 -> A^S 0.25, -0.25, 0;
-    # S1: 1, 0, mean 0.5 -> 0.5, -0.5; S2 alone -> 0. Combined A^E + 0.5 * A^S on each step's span.
+    # The outcome is the episode's total: what the steps did not pay joins the last step, so the step rewards
+    # become [0, 0 + 1], [0, 0], [0, 0.5 + (0 - 0.5)] = [0, 0]; returns (gamma 0.5): [0.5, 1], [0, 0], [0, 0].
+    # Anchor S0: returns 0.5, 0, 0, mean 1/6 -> A^S 1/3, -1/6, -1/6; S1: 1, 0, mean 0.5 -> 0.5, -0.5; S2 alone
+    # -> 0. Combined A^E + 0.5 * A^S on each step's span.
     a, b = 2 / 3, -1 / 3
-    row0 = [a + 0.125] * 2 + [0, 0] + [a + 0.25] * 2 + [a] * 2
-    row1 = [b - 0.125] * 2 + [0, 0] + [b - 0.25] * 2 + [b] * 2
-    row2 = [b] * 2 + [0, 0] + [b] * 4
+    row0 = [a + 1 / 6] * 2 + [0, 0] + [a + 0.25] * 2 + [a] * 2
+    row1 = [b - 1 / 12] * 2 + [0, 0] + [b - 0.25] * 2 + [b] * 2
+    row2 = [b - 1 / 12] * 2 + [0, 0] + [b] * 4
     # uid p (its S0 is compared within p only): scores 1, 0 -> A^E 0.5, -0.5; returns 1, 0 -> A^S 0.5, -0.5;
     # step span 0.5 + 0.25 = 0.75 (and -0.75), the answer tokens A^E, padding 0
     row3 = [0.75] * 2 + [0.5] * 2 + [0] * 4
