@@ -43,12 +43,10 @@ def _num(v: Any) -> str:
 
 def plot(summaries: dict[str, dict[str, Any]], folder: Path) -> list[Path]:
     """sft_loss.png and grpo.png (when there is something to plot and matplotlib is installed)."""
-    try:
-        import matplotlib
+    from train.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return []
     folder.mkdir(parents=True, exist_ok=True)
     out = []

@@ -56,12 +56,10 @@ def _series(summary: dict[str, Any], key: str, sft_val: float | None) -> tuple[l
 
 def plot(game: str, rl: dict[str, dict[str, Any]], sft_val: float | None, folder: Path) -> list[Path]:
     """One PNG per diagnostic, every estimator a line."""
-    try:
-        import matplotlib
+    from train.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return []
     folder.mkdir(parents=True, exist_ok=True)
     out = []
