@@ -1,11 +1,13 @@
 """`make rl-eval`: the RL recipe's policies on 100 held-out seeds of a game, paired against each other.
 
-    .venv/bin/python bench/rl_heldout.py --game frozenlake [--seeds 100] [--policies sft,grpo,gigpo]
+    .venv/bin/python bench/rl_heldout.py --game frozenlake [--seeds 100] [--policies sft,grpo,gigpo] [--jobs 2]
 
 Writes `runs/rl/<game>/heldout/seeds.jsonl` (`{"seed": N}` for N = 900000 .. 900000+seeds-1: the held-out seeds
 the recipe refuses to train or validate on), runs `agentic eval run --task <game> --data SEEDS --backend
-llamacpp://<policy.gguf>?n_threads=T --out runs/rl/<game>/heldout/<policy>` for each policy that exists (the
-env agent with its defaults, greedy: the same command a user runs), then reports each policy's success rate
+llamacpp://<policy.gguf>?n_threads=T --set KEY=VALUE... --out runs/rl/<game>/heldout/<policy>` for each policy
+that exists (greedy, the same command a user runs; `--set` gives the env agent the settings the recipe trained and
+validated with, read from the SFT stage's `done.json`: step limit, turn budget, tool section), `jobs` policies at
+a time with cores/jobs llama.cpp threads each (decoding one sequence does not use two cores fully), then reports each policy's success rate
 with a 95% bootstrap interval and the paired differences (every RL policy against `sft`, and `gigpo` against
 `grpo`) over the same seeds. Writes `heldout/summary.json` (with a markdown table the RL report includes) and
 prints the table. Each eval run resumes (eval's own resume), so a stopped run continues.
@@ -19,11 +21,14 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from agentic_infer.runner import iter_jsonl
-from eval.stats import bootstrap_ci
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the train package, not bench/train.py
+
+from agentic_infer.runner import iter_jsonl  # noqa: E402
+from eval.stats import bootstrap_ci  # noqa: E402
 
 HELD_OUT_FROM = 900000
 
@@ -44,36 +49,55 @@ def paired(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
     return {"n": len(ids), "diff": sum(diffs) / max(1, len(ids)), "ci": [lo, hi]}
 
 
+def trained_agent(game_dir: Path) -> dict[str, Any]:
+    """The env agent's settings of the recipe run under `game_dir` (its SFT stage's `done.json`)."""
+    from train.rl.recipe import RLSettings
+
+    done = game_dir / "sft" / "done.json"
+    if not done.is_file():
+        raise SystemExit(f"[rl-eval] no {done}: run `make rl GAME={game_dir.name}` first")
+    return RLSettings(**json.loads(done.read_text())["settings"]).agent
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--game", default="frozenlake")
     ap.add_argument("--out", default="runs/rl")
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--policies", default="sft,grpo,gigpo")
-    ap.add_argument("--threads", type=int, default=min(os.cpu_count() or 1, 8))
+    ap.add_argument("--jobs", type=int, default=2, help="policies evaluated at once")
     args = ap.parse_args()
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs {args.jobs}: need >= 1")
     game_dir = Path(args.out) / args.game
+    threads = max(1, min(os.cpu_count() or 1, 8) // args.jobs)
+    overrides = [f"--set={k}={v}" for k, v in trained_agent(game_dir).items()]
     folder = game_dir / "heldout"
     folder.mkdir(parents=True, exist_ok=True)
     seeds = folder / "seeds.jsonl"
     seeds.write_text("".join(json.dumps({"id": f"{args.game}-{s}", "seed": s}) + "\n"
                              for s in range(HELD_OUT_FROM, HELD_OUT_FROM + args.seeds)))
-    runs, seconds = {}, {}
-    for name in args.policies.split(","):
-        gguf = game_dir / name / "policy.gguf"
-        if not gguf.is_file():
-            print(f"[rl-eval] {name}: no {gguf}, skipped", file=sys.stderr)
-            continue
-        run = folder / name
+    names = [n for n in args.policies.split(",") if (game_dir / n / "policy.gguf").is_file()]
+    for name in sorted(set(args.policies.split(",")) - set(names)):
+        print(f"[rl-eval] {name}: no {game_dir / name / 'policy.gguf'}, skipped", file=sys.stderr)
+
+    def evaluate(name: str) -> float:
+        gguf = (game_dir / name / "policy.gguf").resolve()
         cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", args.game, "--data", str(seeds),
-               "--backend", f"llamacpp://{gguf.resolve()}?n_threads={args.threads}", "--out", str(run)]
+               "--backend", f"llamacpp://{gguf}?n_threads={threads}", *overrides, "--out", str(folder / name)]
         print("[rl-eval]", " ".join(cmd), file=sys.stderr)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True)
-        seconds[name] = round(time.perf_counter() - t0, 1)
-        runs[name] = successes(run)
+        return round(time.perf_counter() - t0, 1)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        seconds = dict(zip(names, pool.map(evaluate, names)))
+    wall = round(time.perf_counter() - t0, 1)
+    runs = {name: successes(folder / name) for name in names}
     summary: dict[str, Any] = {"game": args.game, "seeds": [HELD_OUT_FROM, HELD_OUT_FROM + args.seeds - 1],
-                               "seconds": seconds, "policies": {}, "paired": {}}
+                               "seconds": seconds, "wall_seconds": wall, "jobs": args.jobs, "threads": threads,
+                               "agent": dict(trained_agent(game_dir)), "policies": {}, "paired": {}}
     for name, s in runs.items():
         vals = list(s.values())
         summary["policies"][name] = {"n": len(vals), "success": sum(vals) / max(1, len(vals)),
@@ -88,6 +112,7 @@ def main() -> None:
     lines += ["", "| paired difference | seeds | mean | 95% CI |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['diff']:+.2f} | [{v['ci'][0]:+.2f}, {v['ci'][1]:+.2f}] |"
               for k, v in summary["paired"].items()]
+    lines += ["", f"Eval wall time {wall} s ({args.jobs} policies at a time, {threads} llama.cpp threads each)."]
     summary["markdown"] = "\n".join(lines)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
     print(summary["markdown"])

@@ -24,6 +24,10 @@ does not implement (another `loss_type`, sequence-level importance sampling, top
 off-policy masks, entropy bonus, `delta`) are refused at construction: use `estimator.name=trl` for them.
 Clipping binds only off-policy: `aepo_clip` without a reused generation batch (`num_iterations > 1`, or
 `steps_per_generation` > `gradient_accumulation_steps`) is refused, since it could not change anything.
+Rows without advantage (a zero-variance group's) are left out of the loss's forward and backward
+(`train.grpo.trained_rows`: the same loss and gradient, at the cost of the rows that carry an advantage;
+`diag/trained_rows` logs the share kept) unless β > 0, `aepo_alpha` > 0 or several processes train;
+`skip_zero_advantage=False` runs every row.
 Every step logs `train.core.diagnostics` (`diag/reward_mean`, `diag/zero_std_share`, ...) and warns on
 RAGEN's echo trap; every `mi_every` steps (RAGEN-2's 5; 0 = off) it logs RAGEN-2's mutual-information proxy
 of the batch (`diag/mi`, `diag/mi_retrieval_acc`, `train.grpo.probes`: no gradient, at most 64 × 16 scored
@@ -145,11 +149,13 @@ TRL_ONLY = (("loss_type", "dapo"), ("importance_sampling_level", "token"), ("top
 class AgenticGRPOTrainer(GRPOTrainer):
     """See the module docstring."""
 
-    def __init__(self, *args: Any, estimator: Estimator | None = None, mi_every: int = 5, **kwargs: Any):
+    def __init__(self, *args: Any, estimator: Estimator | None = None, mi_every: int = 5,
+                 skip_zero_advantage: bool = True, **kwargs: Any):
         if mi_every < 0:
             raise ConfigError(f"mi_every={mi_every!r}: steps between RAGEN-2 MI probes, >= 0 (0 = off)")
         self.estimator = estimator or Estimator()
         self.mi_every = mi_every
+        self.skip_zero_advantage = skip_zero_advantage
         self._last_rewards: torch.Tensor | None = None
         self.diagnostics: list[dict[str, float]] = []
         super().__init__(*args, **kwargs)
@@ -254,6 +260,17 @@ class AgenticGRPOTrainer(GRPOTrainer):
         from train.core.advantages import entropy_aware_advantages
         from train.core.losses import policy_loss
 
+        mode = "train" if self.model.training else "eval"
+        scale = 1.0
+        if self._rows_can_be_skipped():
+            from train.grpo.trained_rows import trained_rows
+
+            sub = trained_rows(inputs, aggregation=est.aggregation)
+            rows = inputs["completion_ids"].size(0)
+            self._metrics[mode]["diag/trained_rows"].append(0.0 if sub is None else sub.kept / rows)
+            if sub is None:
+                return self._zero_loss(model, inputs, mode)
+            inputs, scale = sub.inputs, sub.scale
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
         input_ids = torch.cat([inputs["prompt_ids"], completion_ids], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], completion_mask], dim=1)
@@ -274,7 +291,6 @@ class AgenticGRPOTrainer(GRPOTrainer):
         if "importance_sampling_ratio" in inputs:  # vLLM generation: TRL's truncated IS correction
             adv = adv[:, None] * inputs["importance_sampling_ratio"] if adv.dim() == 1 \
                 else adv * inputs["importance_sampling_ratio"]
-        mode = "train" if self.model.training else "eval"
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
         tokens = None
         if est.aggregation == "token-mean":  # TRL's "dapo": the generation batch's tokens, per accumulation window
@@ -293,7 +309,29 @@ class AgenticGRPOTrainer(GRPOTrainer):
         self._metrics[mode]["entropy"].append(float((entropies.detach() * m).sum() / m.sum().clamp(min=1)))
         if kl is not None:
             self._metrics[mode]["kl"].append(float((kl.detach() * m).sum() / m.sum().clamp(min=1)))
-        return loss if tokens is not None else loss / accumulation
+        return scale * (loss if tokens is not None else loss / accumulation)
+
+    def _rows_can_be_skipped(self) -> bool:
+        """Rows without advantage leave the loss unchanged (`train.grpo.trained_rows`) unless a KL term or
+        AEPO's batch-standardised entropy involves them; one process only (a rank that skipped its backward
+        would leave the others waiting in DDP's all-reduce)."""
+        return (self.skip_zero_advantage and self.beta == 0.0 and self.estimator.aepo_alpha == 0
+                and self.accelerator.num_processes == 1)
+
+    def _zero_loss(self, model, inputs, mode: str) -> torch.Tensor:
+        """The loss of a micro-batch without a trained row: 0, with no forward or backward. The step's entropy
+        still gets a value: when none was logged yet in this logging window, one no-grad forward measures it."""
+        from train.grpo.trained_rows import trained_mask
+
+        if not self._metrics[mode]["entropy"]:
+            with torch.no_grad():
+                ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+                attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+                _, entropies, _ = self._get_per_token_logps_and_entropies(
+                    model, ids, attention, inputs["completion_ids"].size(1), compute_entropy=True)
+            m = trained_mask(inputs).float()
+            self._metrics[mode]["entropy"].append(float((entropies * m).sum() / m.sum().clamp(min=1)))
+        return torch.zeros((), device=inputs["completion_ids"].device, requires_grad=True)
 
     # -- echo trap ---------------------------------------------------------------------------------------------
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:

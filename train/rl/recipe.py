@@ -63,12 +63,13 @@ class RLSettings:
     rl_steps: int = 8
     rl_tasks: int = 2  # seeds per step
     rl_generations: int = 8  # episodes per seed (the group)
-    rl_lr: float = 2e-5
-    temperature: float = 1.5  # rollouts and TRL's log-probs (the tempered policy is the one trained)
+    rl_lr: float = 5e-5  # the SFT stage's: the step size that moved this model from 0 to its SFT success
+    temperature: float = 1.0  # rollouts and TRL's log-probs (RAGEN's rollout temperature)
     gamma: float = 0.95  # GiGPO step-return discount (the paper's)
     omega: float = 1.0  # GiGPO step-advantage weight (the paper's)
     max_calls: int = 10  # = RAGEN's FrozenLake step limit
     turn_tokens: int = 48  # tokens per generated turn
+    tool_schemas: str = "compact"  # the env agent's tool section: one signature line (314 prompt tokens, not 381)
     rollout_batch: int = 16
     micro_batch: int = 4  # sequences per forward/backward (the step's episodes are accumulated into one update)
     save_steps: int = 4
@@ -110,11 +111,12 @@ class RLSettings:
     @property
     def agent(self) -> dict[str, Any]:
         """The env agent's settings for demos, rollouts and validation (the same prompt everywhere)."""
-        return {"max_calls": self.max_calls, "max_turns": self.max_calls + 2, "max_tokens_per_turn": self.turn_tokens}
+        return {"max_calls": self.max_calls, "max_turns": self.max_calls + 2, "max_tokens_per_turn": self.turn_tokens,
+                "tool_schemas": self.tool_schemas}
 
 
 STAGE_KEYS = {
-    "demos": ("game", "board", "model", "demo_seeds", "max_calls"),
+    "demos": ("game", "board", "model", "demo_seeds", "max_calls", "tool_schemas"),
     "sft": ("sft_epochs", "sft_lr", "sft_batch", "precision", "seed", "val_seed_start", "val_size", "turn_tokens",
             "gguf"),
     "rl": ("rl_steps", "rl_tasks", "rl_generations", "rl_lr", "temperature", "gamma", "omega", "train_seed_start",
@@ -182,7 +184,7 @@ def stage_sft(s: RLSettings, d: Path, demos: Path, *, compute: Compute) -> dict[
 
 
 CURVE_KEYS = ("step", "reward", "reward_std", "entropy", "loss", "grad_norm", "diag/zero_std_share",
-              "diag/group_reward_std", "diag/anchor_share", "diag/mi", "diag/mi_retrieval_acc", "diag/clip_frac",
+              "diag/group_reward_std", "diag/anchor_share", "diag/trained_rows", "diag/mi", "diag/mi_retrieval_acc", "diag/clip_frac",
               "completions/mean_length", "step_time")
 
 
@@ -215,7 +217,8 @@ def stage_rl(s: RLSettings, estimator: str, d: Path, sft: Path, *, compute: Comp
     rows = [{"prompt": task_row_prompt(r), "env_task_id": r["id"]} for r in s.rows(s.train_seed_start, s.train_seeds)]
     trainer = build_grpo_trainer(gs, model, tokenizer, rows, precision=compute.precision)
     val = ValidationCallback(s.rows(s.val_seed_start, s.val_size), every=s.val_every, game=s.game, agent=s.agent,
-                             batch=s.val_size, tokenizer=tokenizer, log=d / "validation.jsonl")
+                             batch=s.val_size, tokenizer=tokenizer, log=d / "validation.jsonl",
+                             start=json.loads((sft / "done.json").read_text())["summary"]["validation"])
     trainer.add_callback(val)
     last = get_last_checkpoint(str(d / "trainer")) if (d / "trainer").is_dir() else None
     t0 = time.perf_counter()

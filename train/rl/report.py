@@ -115,11 +115,11 @@ def game_section(game_dir: Path, root: Path, plots: Path | None) -> list[str]:
     for name, s in rl.items():
         alarms = echo_alarms(s.get("curve", []))
         lines += ["", f"### {name} per step", "",
-                  "| step | reward | zero-std groups | entropy | echo trap | MI proxy | anchor share | s/step |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| step | reward | zero-std groups | rows trained | entropy | echo trap | MI proxy | anchor share | s/step |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for c, alarm in zip(s.get("curve", []), alarms):
             lines.append(f"| {c.get('step')} | {_num(c.get('reward'))} | {_num(c.get('diag/zero_std_share'))} | "
-                         f"{_num(c.get('entropy'))} | {'ALARM' if alarm else '-'} | {_num(c.get('diag/mi'))} | "
+                         f"{_num(c.get('diag/trained_rows'))} | {_num(c.get('entropy'))} | {'ALARM' if alarm else '-'} | {_num(c.get('diag/mi'))} | "
                          f"{_num(c.get('diag/anchor_share'))} | {_num(c.get('step_time'))} |")
         t = s.get("rollout_timings", {})
         lines += ["", f"Rollout time {_num(t.get('engine_s'))} s of {s['train_s']} s training."]

@@ -6,10 +6,11 @@
 
 The policy runs on the model object being trained (the hf backend's lockstep batches, `batch` episodes at a
 time, temperature 0), so a point of the curve is the weights at that optimizer step. `ValidationCallback`
-validates before the first step (step 0: the start, measured through the same path as every later point:
-inside the trainer the model's forward runs under the run's autocast, bf16 on a bf16 CPU; on the FrozenLake
-SFT start that gave the same outcomes as fp32, `bench/rl_val_precision.py`), every `every` steps and after the
-last one, and appends each point to `log` (JSONL) as it is made.
+validates before the first step (step 0: the start; or `start`, the point the recipe's SFT stage measured on the
+same weights and rows, which saves one validation per estimator. Inside the trainer the forward runs under the
+run's autocast, bf16 on a bf16 CPU, outside it in fp32; on the FrozenLake SFT start both gave the same outcomes,
+`bench/rl_val_precision.py`), every `every` steps and after the last one, and appends each point to `log`
+(JSONL) as it is made.
 """
 
 from __future__ import annotations
@@ -61,19 +62,23 @@ class ValidationCallback(TrainerCallback):
     {"step", "success", "calls"} dicts, also appended to `log`."""
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], *, every: int, game: str, agent: Mapping[str, Any],
-                 batch: int, tokenizer: Any, log: str | Path | None = None):
+                 batch: int, tokenizer: Any, log: str | Path | None = None, start: Mapping[str, Any] | None = None):
         self.rows, self.every, self.game, self.agent, self.batch = list(rows), every, game, dict(agent), batch
         self.tokenizer = tokenizer
         self.log = Path(log) if log is not None else None
         self.points: list[dict[str, Any]] = []  # a resumed run keeps the points its log already holds
         if self.log is not None and self.log.is_file():
             self.points = [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+        if start is not None and not self.points:  # the start's point, measured already on these weights and rows
+            self._record({k: start[k] for k in ("step", "success", "calls", "successes")})
 
     def _point(self, step: int, model: Any) -> None:
         if any(p["step"] == step for p in self.points):
             return
         res = validate(model, self.tokenizer, self.rows, game=self.game, agent=self.agent, batch=self.batch)
-        point = {"step": step, "success": res["success"], "calls": res["calls"], "successes": res["successes"]}
+        self._record({"step": step, "success": res["success"], "calls": res["calls"], "successes": res["successes"]})
+
+    def _record(self, point: dict[str, Any]) -> None:
         self.points.append(point)
         if self.log is not None:
             with self.log.open("a", encoding="utf-8") as f:

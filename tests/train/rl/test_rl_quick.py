@@ -35,3 +35,24 @@ def test_quick_rl_recipe_runs_every_stage_and_resumes(tmp_path):
     again: list[str] = []
     run_rl(s, echo=again.append)
     assert sum("skipped" in x for x in again) == 4  # demos, sft, grpo, gigpo; the report is rewritten
+    heldout_runs_with_the_trained_agent(s)
+
+
+def heldout_runs_with_the_trained_agent(s: RLSettings) -> None:
+    """`make rl-eval`'s script on the quick policies: each eval run's env agent has the settings the recipe
+    trained with (the eval defaults differ: 512 tokens a turn, 15 turns, JSON schemas), two policies at once."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    subprocess.run([sys.executable, str(root / "bench" / "rl_heldout.py"), "--out", s.out, "--seeds", "2",
+                    "--policies", "sft,grpo", "--jobs", "2"], check=True, cwd=root)
+    folder = Path(s.out) / "frozenlake" / "heldout"
+    quick = s.effective()
+    for name in ("sft", "grpo"):
+        cfg = json.loads((folder / name / "run.json").read_text())["engine_config"]
+        assert (cfg["max_calls"], cfg["max_tokens_per_turn"], cfg["max_turns"], cfg["tool_schemas"]) == \
+            (quick.max_calls, quick.turn_tokens, quick.max_calls + 2, "compact")
+        assert len((folder / name / "results.jsonl").read_text().splitlines()) == 2
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["jobs"] == 2 and set(summary["policies"]) == {"sft", "grpo"} and "grpo - sft" in summary["paired"]

@@ -55,3 +55,20 @@ def test_echo_alarm_fires_once_std_then_entropy_fall_and_the_gradient_spikes():
     alarms = echo_alarms(curve)
     assert alarms == [False] * 9 + [True]
     assert echo_alarms([dict(flat) for _ in range(10)]) == [False] * 10
+
+
+def test_validation_starts_from_the_given_point_without_validating(tmp_path):
+    """The SFT stage's step-0 point (same weights, same seeds) is the RL curve's step 0: logged, not re-measured
+    (model=None would fail inside validate); a later step still validates."""
+    from types import SimpleNamespace
+
+    from train.rl.validate import ValidationCallback
+
+    start = {"step": 0, "success": 0.25, "calls": 3.0, "successes": [1.0, 0.0, 0.0, 0.0], "seconds": 9.0}
+    cb = ValidationCallback([{"id": "frozenlake-1", "seed": 1}], every=4, game="frozenlake", agent={}, batch=1,
+                            tokenizer=None, log=tmp_path / "v.jsonl", start=start)
+    cb.on_train_begin(None, SimpleNamespace(global_step=0), None, model=None)
+    assert cb.points == [{k: start[k] for k in ("step", "success", "calls", "successes")}]
+    assert (tmp_path / "v.jsonl").read_text().count("\n") == 1
+    with pytest.raises(AttributeError):  # step 4: validates the model (None here)
+        cb.on_step_end(None, SimpleNamespace(global_step=4), None, model=None)
