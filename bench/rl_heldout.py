@@ -7,7 +7,8 @@ the recipe refuses to train or validate on), runs `agentic eval run --task <game
 llamacpp://<policy.gguf>?n_threads=T --set KEY=VALUE... --out runs/rl/<game>/heldout/<policy>` for each policy
 that exists (greedy, the same command a user runs; `--set` gives the env agent the settings the recipe trained and
 validated with, read from the SFT stage's `done.json`: step limit, turn budget, tool section), `jobs` policies at
-a time with cores/jobs llama.cpp threads each (decoding one sequence does not use two cores fully), then reports each policy's success rate
+a time with cores/jobs llama.cpp threads each (decoding one sequence does not use two cores fully), then reports
+each policy's success rate
 with a 95% bootstrap interval and the paired differences (every RL policy against `sft`, and `gigpo` against
 `grpo`) over the same seeds. Writes `heldout/summary.json` (with a markdown table the RL report includes) and
 prints the table. Each eval run resumes (eval's own resume), so a stopped run continues.
@@ -71,7 +72,8 @@ def main() -> None:
         raise SystemExit(f"--jobs {args.jobs}: need >= 1")
     game_dir = Path(args.out) / args.game
     threads = max(1, min(os.cpu_count() or 1, 8) // args.jobs)
-    overrides = [f"--set={k}={v}" for k, v in trained_agent(game_dir).items()]
+    agent = trained_agent(game_dir)
+    overrides = [f"--set={k}={v}" for k, v in agent.items()]
     folder = game_dir / "heldout"
     folder.mkdir(parents=True, exist_ok=True)
     seeds = folder / "seeds.jsonl"
@@ -97,7 +99,7 @@ def main() -> None:
     runs = {name: successes(folder / name) for name in names}
     summary: dict[str, Any] = {"game": args.game, "seeds": [HELD_OUT_FROM, HELD_OUT_FROM + args.seeds - 1],
                                "seconds": seconds, "wall_seconds": wall, "jobs": args.jobs, "threads": threads,
-                               "agent": dict(trained_agent(game_dir)), "policies": {}, "paired": {}}
+                               "agent": agent, "policies": {}, "paired": {}}
     for name, s in runs.items():
         vals = list(s.values())
         summary["policies"][name] = {"n": len(vals), "success": sum(vals) / max(1, len(vals)),

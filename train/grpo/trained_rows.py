@@ -1,7 +1,7 @@
 """The rows of a micro-batch that can move the gradient, so the loss's forward and backward skip the others.
 
     sub = trained_rows(inputs, aggregation="token-mean")   # None: every row's advantage is 0
-    loss = scale_of(sub) * loss_on(sub.inputs)              # the same loss (and gradient) as on `inputs`
+    loss = sub.scale * policy_loss_on(sub.inputs)          # the same loss (and gradient) as on `inputs`
 
 A row whose advantages are all 0 adds nothing to the PPO-clip loss (r·0 = clip(r)·0 = 0), so on the
 whole micro-batch and on its other rows alone the loss and its gradient are equal, provided there is no KL term

@@ -49,6 +49,7 @@ from trl import GRPOTrainer
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import Rollout, Trajectory
 from train.grpo.rollout import trajectories_of
+from train.grpo.trained_rows import trained_mask, trained_rows
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class AgenticGRPOTrainer(GRPOTrainer):
         """Fold ARPO's keep mask into the tool mask and recount the trained tokens (the token-mean's normaliser)."""
         mask = out.get("tool_mask", torch.ones_like(out["completion_mask"]))
         out["tool_mask"] = mask * keep.to(mask.device, mask.dtype)
-        trained = (out["completion_mask"] * out["tool_mask"]).sum()
+        trained = trained_mask(out).sum()
         out["num_items_in_batch"] = self.accelerator.gather(trained).sum()
 
     def _log_anchor_share(self, mode: str, trajectories: list[Trajectory], group_size: int) -> None:
@@ -263,20 +264,14 @@ class AgenticGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         scale = 1.0
         if self._rows_can_be_skipped():
-            from train.grpo.trained_rows import trained_rows
-
             sub = trained_rows(inputs, aggregation=est.aggregation)
             rows = inputs["completion_ids"].size(0)
             self._metrics[mode]["diag/trained_rows"].append(0.0 if sub is None else sub.kept / rows)
             if sub is None:
                 return self._zero_loss(model, inputs, mode)
             inputs, scale = sub.inputs, sub.scale
-        completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
-        input_ids = torch.cat([inputs["prompt_ids"], completion_ids], dim=1)
-        attention_mask = torch.cat([inputs["prompt_mask"], completion_mask], dim=1)
-        mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, completion_ids.size(1), compute_entropy=True)
+        mask = trained_mask(inputs)
+        logps, entropies = self._completion_logps(model, inputs)
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
         adv = inputs["advantages"]
@@ -311,6 +306,14 @@ class AgenticGRPOTrainer(GRPOTrainer):
             self._metrics[mode]["kl"].append(float((kl.detach() * m).sum() / m.sum().clamp(min=1)))
         return scale * (loss if tokens is not None else loss / accumulation)
 
+    def _completion_logps(self, model, inputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-token log-probs and entropies of the completion tokens (TRL's scorer over prompt + completion)."""
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+            model, ids, attention, inputs["completion_ids"].size(1), compute_entropy=True)
+        return logps, entropies
+
     def _rows_can_be_skipped(self) -> bool:
         """Rows without advantage leave the loss unchanged (`train.grpo.trained_rows`) unless a KL term or
         AEPO's batch-standardised entropy involves them; one process only (a rank that skipped its backward
@@ -321,14 +324,9 @@ class AgenticGRPOTrainer(GRPOTrainer):
     def _zero_loss(self, model, inputs, mode: str) -> torch.Tensor:
         """The loss of a micro-batch without a trained row: 0, with no forward or backward. The step's entropy
         still gets a value: when none was logged yet in this logging window, one no-grad forward measures it."""
-        from train.grpo.trained_rows import trained_mask
-
         if not self._metrics[mode]["entropy"]:
             with torch.no_grad():
-                ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
-                attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-                _, entropies, _ = self._get_per_token_logps_and_entropies(
-                    model, ids, attention, inputs["completion_ids"].size(1), compute_entropy=True)
+                _, entropies = self._completion_logps(model, inputs)
             m = trained_mask(inputs).float()
             self._metrics[mode]["entropy"].append(float((entropies * m).sum() / m.sum().clamp(min=1)))
         return torch.zeros((), device=inputs["completion_ids"].device, requires_grad=True)
