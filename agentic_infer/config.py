@@ -175,6 +175,11 @@ def _takes_float(tp: Any) -> bool:
     return float in args and str not in args
 
 
+def _takes_str_tuple(tp: Any) -> bool:
+    """The field is a tuple of strings (`tuple[str, ...]`), so a comma-separated string means its items."""
+    return typing.get_origin(tp) is tuple and typing.get_args(tp)[:1] == (str,)
+
+
 def _yaml_float(text: str) -> float | str:
     """A number YAML 1.1 reads as a string (`5e-5`: no dot) as the float it means; other text unchanged."""
     try:
@@ -208,6 +213,8 @@ def _build(cls: type[T], values: Mapping[str, Any], where: str) -> T:
             v = _build(sub, v, f"{where}.{f.name}")
         elif isinstance(v, list) and typing.get_origin(hints.get(f.name)) is tuple:
             v = tuple(v)
+        elif isinstance(v, str) and _takes_str_tuple(hints.get(f.name)):
+            v = tuple(part.strip() for part in v.split(",") if part.strip())  # `--set estimators=grpo,gigpo`
         elif isinstance(v, str) and _takes_float(hints.get(f.name)):
             v = _yaml_float(v)
         kwargs[f.name] = v

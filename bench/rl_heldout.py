@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/rl_heldout.py --game frozenlake [--seeds 100] [--policies sft,grpo,gigpo] [--jobs 2]
 
-Writes `runs/rl/<game>/heldout/seeds.jsonl` (`{"seed": N}` for N = 900000 .. 900000+seeds-1: the held-out seeds
-the recipe refuses to train or validate on), runs `agentic eval run --task <game> --data SEEDS --backend
+Writes `runs/rl/<game>/heldout/seeds.jsonl` (`{"seed": N}` plus the recipe's `board` settings, e.g. its view, for
+N = 900000 .. 900000+seeds-1: the held-out seeds the recipe refuses to train or validate on), runs `agentic eval run --task <game> --data SEEDS --backend
 llamacpp://<policy.gguf>?n_threads=T --set KEY=VALUE... --out runs/rl/<game>/heldout/<policy>` for each policy
 that exists (greedy, the same command a user runs; `--set` gives the env agent the settings the recipe trained and
 validated with, read from the SFT stage's `done.json`: step limit, turn budget, tool section), `jobs` policies at
@@ -50,14 +50,14 @@ def paired(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
     return {"n": len(ids), "diff": sum(diffs) / max(1, len(ids)), "ci": [lo, hi]}
 
 
-def trained_agent(game_dir: Path) -> dict[str, Any]:
-    """The env agent's settings of the recipe run under `game_dir` (its SFT stage's `done.json`)."""
+def trained_settings(game_dir: Path) -> Any:
+    """The `RLSettings` of the recipe run under `game_dir` (its SFT stage's `done.json`): agent and board."""
     from train.rl.recipe import RLSettings
 
     done = game_dir / "sft" / "done.json"
     if not done.is_file():
         raise SystemExit(f"[rl-eval] no {done}: run `make rl GAME={game_dir.name}` first")
-    return RLSettings(**json.loads(done.read_text())["settings"]).agent
+    return RLSettings(**json.loads(done.read_text())["settings"])
 
 
 def main() -> None:
@@ -72,13 +72,13 @@ def main() -> None:
         raise SystemExit(f"--jobs {args.jobs}: need >= 1")
     game_dir = Path(args.out) / args.game
     threads = max(1, min(os.cpu_count() or 1, 8) // args.jobs)
-    agent = trained_agent(game_dir)
+    settings = trained_settings(game_dir)
+    agent = settings.agent
     overrides = [f"--set={k}={v}" for k, v in agent.items()]
     folder = game_dir / "heldout"
     folder.mkdir(parents=True, exist_ok=True)
     seeds = folder / "seeds.jsonl"
-    seeds.write_text("".join(json.dumps({"id": f"{args.game}-{s}", "seed": s}) + "\n"
-                             for s in range(HELD_OUT_FROM, HELD_OUT_FROM + args.seeds)))
+    seeds.write_text("".join(json.dumps(row) + "\n" for row in settings.rows(HELD_OUT_FROM, args.seeds)))
     names = [n for n in args.policies.split(",") if (game_dir / n / "policy.gguf").is_file()]
     for name in sorted(set(args.policies.split(",")) - set(names)):
         print(f"[rl-eval] {name}: no {game_dir / name / 'policy.gguf'}, skipped", file=sys.stderr)

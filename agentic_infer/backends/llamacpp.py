@@ -10,9 +10,11 @@ differ by ~1e-2 depending on what ran before; `prefix_cache=0` makes every call 
 shares a longer prefix with one of them than with the live context resumes from it, so a loop whose turns
 alternate with another prompt (Search-o1's Reason-in-Documents) or a shared instruction across questions
 is evaluated once; `prefix_states=0` keeps only the live context). `n_threads`: generation threads
-(llama-cpp-python's default is half the cores; prompt evaluation uses all of them). On 2 idle cores, 2 threads
-ran an agent loop 17% faster than 1 (`bench/prompt_states.py --a n_threads=1 --b n_threads=2`); when other
-processes share the cores, fewer threads are faster.
+(llama-cpp-python's default is half the cores); `n_threads_batch`: prompt-evaluation threads (default
+`n_threads` when that is given, else every core, llama-cpp-python's default; a context asked for 1 thread
+that still evaluated prompts on every core made several processes on 2 cores spin in OpenMP barriers). On 2
+idle cores, 2 threads ran an agent loop 17% faster than 1 (`bench/prompt_states.py --a n_threads=1 --b
+n_threads=2`); when other processes share the cores, fewer threads are faster.
 
 Prompt processing dominates on CPU, so the context computes logits for the last position only (llama.cpp's
 `logits_all` off: ~20% faster prompt evaluation measured here); logprobs are read from that position.
@@ -91,8 +93,8 @@ class LlamaCppLLM(BaseLLM):
     max_concurrency = 1
 
     def __init__(self, model_path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
-                 n_threads: int | None = None, prefix_cache: bool = True, prefix_states: int = 8,
-                 verbose: bool = False, **llama_kwargs: Any):
+                 n_threads: int | None = None, n_threads_batch: int | None = None, prefix_cache: bool = True,
+                 prefix_states: int = 8, verbose: bool = False, **llama_kwargs: Any):
         super().__init__()
         try:
             from llama_cpp import Llama
@@ -103,7 +105,10 @@ class LlamaCppLLM(BaseLLM):
             raise ConfigError(f"llamacpp model path {str(path)!r} does not exist; pass the path of a .gguf file "
                               "or use llamacpp://default")
         self.model_path = path
-        self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=verbose, **llama_kwargs)
+        if n_threads_batch is None:
+            n_threads_batch = n_threads
+        self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads_batch,
+                            verbose=verbose, **llama_kwargs)
         self.context_length = n_ctx
         self.prefix_cache = prefix_cache
         self.states = PromptStates(self._llama, int(prefix_states) if prefix_cache else 0)

@@ -37,6 +37,12 @@ def test_layers_and_nested_dataclasses(tmp_path):
     assert build_config(DemoConfig) == DemoConfig()
 
 
+def test_a_plain_string_for_a_tuple_of_strings_is_its_comma_separated_items():
+    assert build_config(DemoConfig, overrides=["stops=grpo"]).stops == ("grpo",)  # not ("g", "r", "p", "o")
+    assert build_config(DemoConfig, overrides=["stops=a, b,"]).stops == ("a", "b")
+    assert build_config(DemoConfig, overrides=['stops=[",", ";"]']).stops == (",", ";")  # a YAML list is taken as is
+
+
 def test_errors_name_the_key_the_source_and_the_fix(tmp_path):
     with pytest.raises(ConfigError, match=r"--set: unknown setting 'max_search' for DemoConfig; it takes max_searches"):
         build_config(DemoConfig, overrides=["max_search=3"])

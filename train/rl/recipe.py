@@ -38,6 +38,11 @@ from train.precision import Compute, check_settings, resolve_compute
 from train.stages import run_stages
 
 GAMES = ("frozenlake", "sokoban")
+# Each game's default board settings, under the `board` ones: FrozenLake's described view (the grid plus a line in
+# action words), since on the grid alone the SFT start played one move sequence on every board (BENCHMARKS "RL on
+# games": validation 4/32, RAGEN-2's MI proxy 0.0001) and with the view 23/32, MI 0.02; `board={"view": "grid"}`
+# is RAGEN's.
+GAME_BOARDS: dict[str, dict[str, Any]] = {"frozenlake": {"view": "described"}, "sokoban": {}}
 HELD_OUT_FROM = 900000  # seeds kept for held-out checks: never trained or validated on
 RL_ESTIMATORS = ("grpo", "gigpo", "dr_grpo", "rloo", "grpo_batch")
 
@@ -48,7 +53,7 @@ class RLSettings:
 
     out: str = "runs/rl"
     game: str = "frozenlake"
-    board: dict[str, Any] = field(default_factory=dict)  # per-task env settings (e.g. size), added to every seed row
+    board: dict[str, Any] = field(default_factory=dict)  # per-task env settings (e.g. size) over GAME_BOARDS[game]
     model: str = "llamacpp://default"
     demo_seeds: int = 64
     sft_epochs: float = 1.0
@@ -85,6 +90,7 @@ class RLSettings:
         check_settings(self.precision, self.threads, {})
         if self.game not in GAMES:
             raise ConfigError(f"game={self.game!r}: choose one of {GAMES}")
+        object.__setattr__(self, "board", {**GAME_BOARDS[self.game], **self.board})  # the stage hashes see it
         bad = [e for e in self.estimators if e not in RL_ESTIMATORS]
         if bad or not self.estimators or len(set(self.estimators)) != len(self.estimators):
             raise ConfigError(f"estimators={list(self.estimators)!r}: distinct names from {RL_ESTIMATORS}")

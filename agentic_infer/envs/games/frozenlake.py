@@ -17,7 +17,10 @@ Semantics matched with RAGEN (ragen/env/frozen_lake, config/envs.yaml):
 - actions Left, Down, Right, Up (RAGEN's action_lookup 1..4, matched case-insensitively as its es_manager does;
   the model writes `<answer>Left || Up</answer>` there, here one `act` call per move);
 - rendering: one line per row, "P" player, "_" frozen (the start too), "O" hole, "G" goal, "X" player in a
-  hole, "√" player on the goal;
+  hole, "√" player on the goal; `view` "grid" (the default) is this text alone, "described" adds one line
+  under it naming in action words where the goal lies and what each move would reach, e.g. "Goal: 2 Down,
+  1 Left. Left: hole, Down: ice, Right: edge, Up: ice." (not RAGEN's: a view a 135M model can read, whose
+  grid view stays board-blind after SFT; the state, the anchors and the rules are the same in both);
 - rewards (gymnasium's): 1.0 for the step that reaches the goal, else 0.0; the episode ends in a hole, on the
   goal or after `max_actions_per_traj` moves.
 Differences: `is_slippery` defaults to False here (RAGEN's config says True) so that the BFS solution wins
@@ -46,7 +49,9 @@ ACTIONS = ("Left", "Down", "Right", "Up")  # RAGEN's action_lookup 1..4 (gymnasi
 MOVES = {"Left": (0, -1), "Down": (1, 0), "Right": (0, 1), "Up": (-1, 0)}
 SYMBOLS = {"P": "player", "_": "empty", "O": "hole", "G": "goal", "X": "player in hole", "√": "player on goal"}
 _CELL = {"S": "_", "F": "_", "H": "O", "G": "G"}
-_CONFIG_KEYS = ("seed", "size", "p", "is_slippery", "max_actions_per_traj", "desc")
+_CONFIG_KEYS = ("seed", "size", "p", "is_slippery", "max_actions_per_traj", "desc", "view")
+VIEWS = ("grid", "described")
+_REACHED = {"_": "ice", "O": "hole", "G": "goal"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ class FrozenLakeConfig:
     is_slippery: bool = False
     max_actions_per_traj: int = 10
     desc: tuple[str, ...] | None = None
+    view: str = "grid"
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
@@ -70,6 +76,8 @@ class FrozenLakeConfig:
         if not isinstance(self.max_actions_per_traj, int) or self.max_actions_per_traj < 1:
             raise ConfigError(f"frozenlake: max_actions_per_traj must be an int >= 1, got "
                               f"{self.max_actions_per_traj!r}")
+        if self.view not in VIEWS:
+            raise ConfigError(f"frozenlake: view must be one of {VIEWS}, got {self.view!r}")
         if self.desc is not None:
             rows = list(self.desc)
             if (not rows or any(len(r) != len(rows[0]) for r in rows) or any(set(r) - set(_CELL) for r in rows)
@@ -164,7 +172,21 @@ class FrozenLakeEnv(Env):
     def first_observation(self) -> str:
         legend = ", ".join(f"{k} = {v}" for k, v in SYMBOLS.items())
         return (f"FrozenLake: move the player (P) to the goal (G) without stepping into a hole (O); moving off "
-                f"the board leaves you where you are. Symbols: {legend}.\n{self.render()}")
+                f"the board leaves you where you are. Symbols: {legend}.\n{self.observe()}")
+
+    def observe(self) -> str:
+        """What the agent sees of the board: the grid, plus the described line under `view="described"`."""
+        return self.render() if self.config.view == "grid" else f"{self.render()}\n{self.describe()}"
+
+    def describe(self) -> str:
+        """The board in action words: where the goal lies from the player and what each move would reach."""
+        goal = next((r, row.index("G")) for r, row in enumerate(self.desc) if "G" in row)
+        dr, dc = goal[0] - self.row, goal[1] - self.col
+        offsets = [f"{abs(d)} {name}" for d, name in ((dr, "Down" if dr > 0 else "Up"),
+                                                      (dc, "Right" if dc > 0 else "Left")) if d]
+        reach = {name: _REACHED[_CELL[self.desc[r][c]]] for name, r, c in _neighbours(self.desc, self.row, self.col)}
+        moves = ", ".join(f"{name}: {reach.get(name, 'edge')}" for name in ACTIONS)
+        return f"Goal: {', '.join(offsets) or 'here'}. {moves}."
 
     def render(self) -> str:
         """The grid as RAGEN's text render draws it (rows joined by newlines)."""
@@ -196,7 +218,7 @@ class FrozenLakeEnv(Env):
         self.steps += 1
         cell = self.desc[self.row][self.col]
         self.done = cell in "HG" or self.steps >= self.config.max_actions_per_traj
-        return CallResult(self.render(), reward=1.0 if cell == "G" else 0.0,
+        return CallResult(self.observe(), reward=1.0 if cell == "G" else 0.0,
                           info={"moved": action, "action_is_effective": before != (self.row, self.col),
                                 "success": cell == "G", "done": self.done})
 
@@ -230,7 +252,8 @@ register_env(EnvSpec(
     description="RAGEN's FrozenLake: walk a seeded ice board from the start to the goal avoiding holes",
     make=FrozenLakeEnv,
     tools=("act",),
-    task_format='{"seed": int, "size": 4, "p": 0.8, "is_slippery": false, "max_actions_per_traj": 10} '
+    task_format='{"seed": int, "size": 4, "p": 0.8, "is_slippery": false, "max_actions_per_traj": 10, '
+                '"view": "grid"|"described"} '
                 '(or "desc": rows of S/F/H/G for a hand-made board)',
     reward="gymnasium's: 1.0 on the step reaching the goal, else 0.0; verdict 1.0 iff solved within the step limit",
     eval_task=True,

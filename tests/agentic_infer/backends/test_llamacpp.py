@@ -117,3 +117,16 @@ async def test_prompt_states_resume_an_earlier_prompt_after_another(prompt, monk
         await llm.generate(other, params)
         [same] = await llm.generate(prompt, params)  # exactly a saved prompt: resumed, its last token re-evaluated
         assert same.token_ids == again.token_ids and same.token_ids
+
+
+def test_asked_threads_bound_prompt_evaluation_too():
+    """`n_threads=1` must hold for prompt batches as well (llama-cpp-python's default there is every core): read
+    back from the llama.cpp context itself."""
+    import llama_cpp
+
+    from agentic_infer.backends import load_llm
+
+    one = load_llm("llamacpp://default?n_threads=1&n_ctx=256")
+    assert (llama_cpp.llama_n_threads(one.llama.ctx), llama_cpp.llama_n_threads_batch(one.llama.ctx)) == (1, 1)
+    split = load_llm("llamacpp://default?n_threads=1&n_threads_batch=2&n_ctx=256")
+    assert llama_cpp.llama_n_threads_batch(split.llama.ctx) == 2

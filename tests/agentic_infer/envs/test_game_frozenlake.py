@@ -133,8 +133,29 @@ def test_canonical_state_ignores_step_count():
     assert env.digest() == FrozenLakeEnv({"seed": 3}).digest()
 
 
+def test_described_view_names_the_goal_offset_and_each_move_in_action_words():
+    # seed 3 (grid above): P at (3,1), G at (1,2), a hole at (3,3); Down from the bottom row is the edge
+    env = make_env("frozenlake", {"seed": 3, "view": "described"})
+    line = "Goal: 2 Up, 1 Right. Left: ice, Down: edge, Right: ice, Up: ice."
+    assert env.first_observation().endswith("__O_\n__G_\n____\n_P_O\n" + line)
+    assert env.call("act", {"action": "Right"}) == ("__O_\n__G_\n____\n__PO\n"
+                                                          "Goal: 2 Up. Left: ice, Down: edge, Right: hole, Up: ice.")
+    assert env.call("act", {"action": "Up"}).endswith("Goal: 1 Up. Left: ice, Down: ice, Right: ice, Up: goal.")
+    assert env.state()["grid"] == "__O_\n__G_\n__P_\n___O"  # the state (and GiGPO's anchor) is the grid alone
+    grid = make_env("frozenlake", {"seed": 3})
+    assert grid.first_observation().endswith("_P_O")  # RAGEN's view stays the default
+    for action in ("Right", "Up"):
+        grid.call("act", {"action": action})
+    assert grid.digest() == env.digest()  # equal boards at equal positions anchor together in either view
+    tiny = FrozenLakeEnv({**TINY, "view": "described"})  # S at (0,0), G at (1,2), H at (0,2)
+    assert tiny.describe() == "Goal: 1 Down, 2 Right. Left: edge, Down: ice, Right: ice, Up: edge."
+    tiny.call("act", {"action": "Right"})
+    assert tiny.describe() == "Goal: 1 Down, 1 Right. Left: ice, Down: ice, Right: hole, Up: edge."
+
+
 def test_bad_config_is_a_config_error():
-    for row in ({}, {"seed": -1}, {"seed": 1, "p": 0}, {"seed": 1, "size": 1}, {"desc": ["FFG"]}):
+    for row in ({}, {"seed": -1}, {"seed": 1, "p": 0}, {"seed": 1, "size": 1}, {"desc": ["FFG"]},
+                {"seed": 1, "view": "pixels"}):
         with pytest.raises(ConfigError):
             FrozenLakeEnv(row)
     with pytest.raises(ConfigError):

@@ -54,5 +54,8 @@ def heldout_runs_with_the_trained_agent(s: RLSettings) -> None:
         assert (cfg["max_calls"], cfg["max_tokens_per_turn"], cfg["max_turns"], cfg["tool_schemas"]) == \
             (quick.max_calls, quick.turn_tokens, quick.max_calls + 2, "compact")
         assert len((folder / name / "results.jsonl").read_text().splitlines()) == 2
+        rollout = json.loads((folder / name / "rollouts.jsonl").read_text().splitlines()[0])
+        prompt = rollout["trajectories"][0]["segments"][0]
+        assert prompt["kind"] == "prompt" and "\nGoal: " in prompt["text"]  # the board view the recipe trained on
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["jobs"] == 2 and set(summary["policies"]) == {"sft", "grpo"} and "grpo - sft" in summary["paired"]

@@ -18,8 +18,11 @@ def test_held_out_seeds_are_refused_for_every_range():
 
 
 def test_rows_carry_the_seed_and_the_board_settings():
-    s = RLSettings(board={"size": 5})
-    assert s.rows(7, 2) == [{"id": "frozenlake-7", "seed": 7, "size": 5}, {"id": "frozenlake-8", "seed": 8, "size": 5}]
+    s = RLSettings(board={"size": 5})  # over the game's default board: FrozenLake's described view
+    assert s.rows(7, 2) == [{"id": "frozenlake-7", "seed": 7, "view": "described", "size": 5},
+                            {"id": "frozenlake-8", "seed": 8, "view": "described", "size": 5}]
+    assert RLSettings(board={"view": "grid"}).rows(0, 1)[0]["view"] == "grid"  # RAGEN's view, asked for
+    assert RLSettings(game="sokoban").rows(0, 1) == [{"id": "sokoban-0", "seed": 0}]
 
 
 def test_bad_settings_name_the_value():
