@@ -127,7 +127,7 @@ def run_cmd(
         table.add_row(name, f"{m['mean']:.3f}", f"[{m['ci95_low']:.3f}, {m['ci95_high']:.3f}]")
     console.print(table)
     t = summary["totals"]
-    console.print(f"tokens/question {t['completion_tokens']['mean']:.1f}  search calls/question "
+    console.print(f"tokens/question {t['completion_tokens']['mean']:.1f}  tool calls/question "
                   f"{t['search_calls_per_question']['mean']:.2f}  s/question {t['wall_s_per_question']['mean']:.2f}  "
                   f"-> {out}/summary.json")
 

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from train.rl.recipe import RL_ESTIMATORS, STAGE_KEYS
+
 ECHO_WINDOW = 3
 PLOTS = (("reward", "mean episode reward (training rollouts)"), ("validation", "validation success"),
          ("diag/zero_std_share", "zero-variance groups"), ("entropy", "token entropy"),
@@ -29,6 +31,13 @@ def _num(v: Any) -> str:
 def _stage(game_dir: Path, stage: str) -> dict[str, Any] | None:
     p = game_dir / stage / "done.json"
     return json.loads(p.read_text()) if p.is_file() else None
+
+
+def _from(rl_stage: dict[str, Any], sft: dict[str, Any]) -> bool:
+    """The RL stage trained from this SFT stage: their demos and SFT settings agree (an estimator added by a later
+    run is reported; one left from an earlier SFT is not)."""
+    keys = (*STAGE_KEYS["demos"], *STAGE_KEYS["sft"])
+    return all(rl_stage["settings"].get(k) == sft["settings"].get(k) for k in keys)
 
 
 def echo_alarms(curve: list[dict[str, Any]], window: int = ECHO_WINDOW) -> list[bool]:
@@ -88,7 +97,7 @@ def game_section(game_dir: Path, root: Path, plots: Path | None) -> list[str]:
     if demos is None or sft is None:
         return [f"## {game}", "", "Not run yet (no finished SFT stage).", ""]
     settings = sft["settings"]
-    rl = {st: d["summary"] for st in settings["estimators"] if (d := _stage(game_dir, st)) is not None}
+    rl = {st: d["summary"] for st in RL_ESTIMATORS if (d := _stage(game_dir, st)) is not None and _from(d, sft)}
     sv = sft["summary"]["validation"]
     lines = [f"## {game}", "", "| stage | seconds | what |", "|---|---|---|",
              f"| demos | {demos['summary']['seconds']} | {demos['summary']['demos']} solver demonstrations "
