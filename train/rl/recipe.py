@@ -76,7 +76,7 @@ class RLSettings:
     turn_tokens: int = 48  # tokens per generated turn
     tool_schemas: str = "compact"  # the env agent's tool section: one signature line (314 prompt tokens, not 381)
     rollout_batch: int = 16
-    micro_batch: int = 4  # sequences per forward/backward (the step's episodes are accumulated into one update)
+    micro_batch: int = 2  # sequences per forward/backward, accumulated into the step's one update (4: GiGPO OOM at 24 GB)
     save_steps: int = 4
     mi_every: int = 4
     gguf: str = "f16"

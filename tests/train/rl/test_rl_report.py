@@ -27,7 +27,7 @@ def test_an_estimator_added_by_a_later_run_is_reported_and_one_from_another_sft_
     _done(game / "sft", first, {"seconds": 900, "steps": 16, "train_loss": 0.07, "precision": "fp32", "threads": 2,
                                 "validation": {"success": 0.719}})
     _done(game / "grpo", first, _rl(0.562))
-    _done(game / "gigpo", RLSettings(estimators=("grpo", "gigpo"), micro_batch=2), _rl(0.656))  # a later run
+    _done(game / "gigpo", RLSettings(estimators=("grpo", "gigpo"), micro_batch=4), _rl(0.656))  # a later run
     _done(game / "rloo", RLSettings(sft_lr=1e-5, estimators=("rloo",)), _rl(0.1))  # left from another SFT start
     text = "\n".join(game_section(game, tmp_path, None))
     assert "| step | grpo | gigpo |" in text and "| 8 | 0.562 | 0.656 |" in text
