@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_infer.backends import result_uri
 from agentic_infer.config import config_to_dict, renamed
 from agentic_infer.engines.judge import check_verdict, make_judge
 from agentic_infer.engines.registry import (
@@ -123,6 +124,7 @@ class RunConfig:
         d = asdict(self)
         for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff", "settings"):
             d.pop(k)
+        d["backend"] = result_uri(self.backend)  # threads and client limits may change between a run and its resume
         d["engine_config"] = config_to_dict(self.engine_config())
         return d
 

@@ -19,7 +19,7 @@ import inspect
 import os
 from dataclasses import dataclass
 from typing import Any, get_type_hints
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from agentic_infer.backends.base import LLM, BaseLLM, StreamDelta, collect
 from agentic_infer.errors import ConfigError
@@ -55,6 +55,17 @@ BACKENDS: dict[str, BackendInfo] = {
 
 # Options read from the URI itself rather than passed to the constructor.
 URI_ONLY_OPTIONS = {"openai": ("https", "api_key_env")}
+# Options that set how fast a backend runs, never what it computes (llama.cpp's matrix products give the same
+# logits on 1 or 2 threads: tests/agentic_infer/backends/test_llamacpp.py): a resumed run may change them.
+SPEED_OPTIONS = {"llamacpp": ("n_threads", "n_threads_batch"), "openai": ("concurrency", "timeout", "retries", "max_wait")}
+
+
+def result_uri(uri: str) -> str:
+    """`uri` without its SPEED_OPTIONS: what two runs must share to compute the same thing."""
+    head, _, query = uri.partition("?")
+    drop = SPEED_OPTIONS.get(urlsplit(uri).scheme, ())
+    kept = urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in drop])
+    return f"{head}?{kept}" if kept else head
 
 
 def _coerce(name: str, raw: str, annotation: Any) -> Any:
@@ -137,4 +148,4 @@ def _positional(scheme: str, parts: Any, kwargs: dict[str, Any], uri_only: dict[
     return {}
 
 
-__all__ = ["BACKENDS", "LLM", "BaseLLM", "StreamDelta", "collect", "load_llm"]
+__all__ = ["BACKENDS", "LLM", "BaseLLM", "StreamDelta", "collect", "load_llm", "result_uri"]

@@ -151,6 +151,20 @@ async def test_changed_config_is_refused(hq, tmp_path):
     assert s["n"] == 5
 
 
+async def test_resume_may_change_threads_not_the_model(hq, tmp_path):
+    """A backend's speed options (threads) may change between a run and its resume; its other options may not."""
+    out = str(tmp_path / "t")
+    base = {"task": "hotpotqa", "data": str(hq), "engine": "direct", "out": out}
+    await run_eval(RunConfig(backend="llamacpp:///m.gguf?n_threads=2&n_ctx=512", limit=2, **base),
+                   llm=FakeLLM(reply="\\boxed{x}"), progress=False)
+    s = await run_eval(RunConfig(backend="llamacpp:///m.gguf?n_threads=1&n_ctx=512", limit=3, **base),
+                       llm=FakeLLM(reply="\\boxed{x}"), progress=False)
+    assert s["n"] == 3
+    with pytest.raises(ConfigError, match=r"differs in \['backend'\]"):
+        await run_eval(RunConfig(backend="llamacpp:///m.gguf?n_threads=1&n_ctx=1024", **base),
+                       llm=FakeLLM(reply="\\boxed{x}"), progress=False)
+
+
 async def test_backend_errors_are_recorded_and_retried(hq, tmp_path):
     def flaky(prompt: str) -> str:
         if "number 3" in prompt:

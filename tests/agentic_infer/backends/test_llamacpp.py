@@ -130,3 +130,24 @@ def test_asked_threads_bound_prompt_evaluation_too():
     assert (llama_cpp.llama_n_threads(one.llama.ctx), llama_cpp.llama_n_threads_batch(one.llama.ctx)) == (1, 1)
     split = load_llm("llamacpp://default?n_threads=1&n_threads_batch=2&n_ctx=256")
     assert llama_cpp.llama_n_threads_batch(split.llama.ctx) == 2
+
+
+async def test_thread_count_changes_speed_not_results(prompt):
+    """What lets a resumed eval run change `n_threads` (backends.SPEED_OPTIONS): the same greedy tokens and the
+    same logprobs, to the last bit, on 1 and 2 threads (prompt and generation)."""
+    from agentic_infer.backends import load_llm
+
+    outs = []
+    for n in (1, 2):
+        llm = load_llm(f"llamacpp://default?n_threads={n}&n_ctx=512&prefix_cache=0")
+        [c] = await llm.generate(prompt, GREEDY)
+        outs.append((c.token_ids, [lp.logprob for lp in c.logprobs], [[t.logprob for t in lp.top] for lp in c.logprobs]))
+    assert outs[0] == outs[1]
+
+
+def test_result_uri_drops_only_speed_options():
+    from agentic_infer.backends import result_uri
+
+    assert result_uri("llamacpp:///m.gguf?n_threads=1&n_ctx=512&n_threads_batch=2") == "llamacpp:///m.gguf?n_ctx=512"
+    assert result_uri("openai://h:1/v1?model=x&concurrency=4&timeout=9") == "openai://h:1/v1?model=x"
+    assert result_uri("hf:///p?batch=8") == "hf:///p?batch=8"
