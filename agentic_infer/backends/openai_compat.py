@@ -132,7 +132,6 @@ class OpenAICompatLLM(BaseLLM):
                  timeout: float = 120.0, retries: int = 5, max_wait: float = 30.0, api_key: str | None = None,
                  stops: str = "client", flavor: str = "auto", token_prompts: str = "auto"):
         super().__init__()
-        import httpx
         import openai
 
         if concurrency < 1:
@@ -154,7 +153,8 @@ class OpenAICompatLLM(BaseLLM):
         self.stops = stops
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "EMPTY", max_retries=0,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            # openai.Timeout: the type of the HTTP library this openai release uses (httpx before 3.0, httpx2 after)
+            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
         )
         self._limit = asyncio.Semaphore(concurrency)
         self._tok = None
