@@ -9,8 +9,8 @@ that exists (greedy, the same command a user runs; `--set` gives the env agent t
 validated with, read from the SFT stage's `done.json`: step limit, turn budget, tool section), `jobs` policies at
 a time with cores/jobs llama.cpp threads each (decoding one sequence does not use two cores fully), then reports
 each policy's success rate
-with a 95% bootstrap interval and the paired differences (every RL policy against `sft`, and `gigpo` against
-`grpo`) over the same seeds. Writes `heldout/summary.json` (with a markdown table the RL report includes) and
+with a 95% bootstrap interval and the paired differences (every RL policy against `sft`, and every other RL
+policy against `grpo`) over the same seeds. Writes `heldout/summary.json` (with a markdown table the RL report includes) and
 prints the table. Each eval run resumes (eval's own resume), so a stopped run continues.
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
         vals = list(s.values())
         summary["policies"][name] = {"n": len(vals), "success": sum(vals) / max(1, len(vals)),
                                      "ci": list(bootstrap_ci(vals))}
-    pairs = [("sft", p) for p in runs if p != "sft"] + ([("grpo", "gigpo")] if {"grpo", "gigpo"} <= set(runs) else [])
+    pairs = [("sft", p) for p in runs if p != "sft"] + [("grpo", p) for p in runs if p not in ("sft", "grpo")]
     for a, b in pairs:
         if a in runs:
             summary["paired"][f"{b} - {a}"] = paired(runs[a], runs[b])

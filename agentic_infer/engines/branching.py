@@ -35,15 +35,17 @@ Where the reference code differs (RUC-NLPIR/ARPO, `ARPO/verl_arpo_entropy/...` a
 - AEPO's budget: m = ⌊k·σ(β·(H_root − H̄_tool))⌋ + 1 in [1, k], β = 0.5, H̄_tool the mean over ALL the probe's
   generations, the first included (`_calculate_initial_rollouts_dynamical`; the released scripts switch it off).
 
-The loop (`BranchingRollout`, any `LoopEngine`: Search-o1, TIR) drives the engine's episodes turn by turn.
-Before a generation that follows a tool observation it snapshots the episode (`Episode.to_state`); after
+The loop (`BranchingRollout`, any `LoopEngine`: Search-o1, TIR, the env agent) drives the engine's episodes turn
+by turn. Before a generation that follows a tool observation it snapshots the episode (`Episode.to_state`, and
+its env with `Env.fork`: a branch acts on its own copy of the env as it was at the fork); after
 it, `h` is that generation's window entropy, `h0` the one of the chain's root's first generation, and the
 decision function says how many branches to fork there. A branch is the snapshot restored
 (`Episode.from_state`), so it resamples from right after the tool result: a new trajectory id, `parent_id`,
 `branch_token` = the length of the parent's token ids at the fork (prompt included), and its FULL sequence
 (the parent's first `branch_token` ids, then its own), which `train.core.advantages.arpo` attributes over.
 A branch does not decide again at its own fork point (that decision made it). Every chain samples with its
-own seed (`seed + 10_000·i` for the i-th trajectory, plus the loop's per-turn offset).
+own seed (`seed + 10_000·i` for the i-th trajectory, plus the loop's per-turn offset). Each finished episode
+goes through the engine's `rollout` (the env agent writes its verdict there: `env_reward`, `success`).
 
 Each turn, the fork points are decided in trajectory creation order, spending the shared per-prompt budget.
 ARPO: `initial` (N = 8) roots of `per_prompt` (M = 16) run together. AEPO: a first root runs alone to the end
@@ -218,6 +220,7 @@ class _Mark:
     """A fork point: the episode just before the generation that follows a tool observation."""
 
     state: dict[str, Any]
+    env: Any  # the episode's env forked here (`Env.fork`), None without one; each branch forks it again
     token: int  # len(parent ids) here: the branch_token of a branch forked at this point
     segments: int  # the parent's segment count here
     turn: int  # the loop turn of the generation that follows
@@ -323,7 +326,7 @@ class BranchingRollout:
             pending, probe.pending = probe.pending, []
             await self._drive(chains, decide, log, pending=[(probe, m) for m in pending])
             meta = {"h_root": h_root, "h_tool": h_tool, "global_samples": roots}
-        trajs = [c.episode.trajectory for c in chains]
+        trajs = [self.engine.rollout(c.episode).trajectories[0] for c in chains]  # the engine's finish (env verdicts)
         meta = {"strategy": self.strategy, "config": asdict(cfg), "seed": self.seed, "window": self.window,
                 "top_k": self.top_k, "roots": roots, "branches": len(trajs) - roots, "decisions": log, **meta}
         return Rollout(example_id=example_id(example), trajectories=trajs, answer=trajs[0].answer, usage=_spent(chains),
@@ -378,7 +381,8 @@ class BranchingRollout:
         if ep.ids is None:
             raise ConfigError(f"trajectory {ep.trajectory.id}: branching needs token ids (a backend that returns "
                               "them); this episode runs on text prompts")
-        return len(segs), _Mark(copy.deepcopy(ep.to_state()), len(ep.ids), len(segs), turn)
+        env = ep.env.fork() if ep.env is not None else None
+        return len(segs), _Mark(copy.deepcopy(ep.to_state()), env, len(ep.ids), len(segs), turn)
 
     def _decide(self, c: _Chain, mark: _Mark, decide: Decide, streak: int, chains: list[_Chain],
                 log: list[dict[str, Any]]) -> int:
@@ -390,6 +394,7 @@ class BranchingRollout:
                     "consecutive": streak, "branches": n})
         for _ in range(n):
             ep = Episode.from_state(mark.state)
+            ep.env = mark.env.fork() if mark.env is not None else None
             t = ep.trajectory
             t.id, t.parent_id, t.branch_token = uuid.uuid4().hex, parent.id, mark.token
             t.metadata["branch"] = {"parent": parent.id, "token": mark.token, "segment": mark.segments, "h": mark.h}

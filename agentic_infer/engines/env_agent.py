@@ -27,8 +27,9 @@ ones `reply` saw): `trajectory.rewards` (and the Rollout's) get `env_reward` = v
 `success` = 1.0 / 0.0 (every check passed), `trajectory.metadata` gets `verdict` (its dict), `env_digest`
 (the final state's digest), `env_done` and `messages_to_user` (every message `reply` was asked about).
 The Rollout's answer is the final message.
-Not covered: several tool calls in one turn (generation stops at the first closing tag), forking an env
-episode (`Episode.to_state` does not hold the env: ARPO-style branching is not supported here).
+ARPO/AEPO branching (`agentic_infer.engines.branching.BranchingRollout`) forks an episode together with its env
+(`Env.fork`, a deep copy by default), so each branch acts on its own env from the fork point on.
+Not covered: several tool calls in one turn (generation stops at the first closing tag).
 """
 
 from __future__ import annotations

@@ -244,6 +244,18 @@ class Env(ABC):
         self.done = bool(snap.get("done", False))
         self._set_extra(snap.get("extra") or {})
 
+    def fork(self) -> Env:
+        """An independent copy at this point of the episode (a deep copy), for a branched episode (ARPO/AEPO):
+        the copy and the original then act apart. An env that holds what cannot be copied (a live backend)
+        fails here with a ConfigError; override `fork` to share or rebuild it."""
+        try:
+            return copy.deepcopy(self)
+        except Exception as e:  # e.g. a user simulator's backend holding a lock or a socket
+            from agentic_infer.errors import ConfigError
+
+            raise ConfigError(f"env {self.name or type(self).__name__!r} cannot be forked for branched episodes "
+                              f"({type(e).__name__}: {e}); run it without branching, or override Env.fork") from e
+
     # The parts of the env that tools change; by default the state itself. Override both for envs whose
     # state() is a view over other attributes.
     def _mutable(self) -> Any:

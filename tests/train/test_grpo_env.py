@@ -41,8 +41,6 @@ def test_env_settings_default_to_the_env_agent_and_its_verdict():
         settings(env="nope")
     with pytest.raises(ConfigError, match="reward='env' reads the env agent's verdict"):
         settings(reward="env")
-    with pytest.raises(ConfigError, match="cannot be forked"):
-        settings(env=ENV, branching="arpo")
     with pytest.raises(ConfigError, match="engine_config.env='retail' differs"):
         settings(env=ENV, engine_config={"env": "retail"})
 

@@ -119,6 +119,3 @@ class GRPOSettings:
                                   f"set it once, as {key}")
         if not isinstance(self.env_options, dict):
             raise ConfigError(f"env_options={self.env_options!r}: must be a mapping of make_env options")
-        if self.branching != "none":
-            raise ConfigError(f"branching={self.branching!r} with env={self.env!r}: env episodes cannot be forked "
-                              "(the env agent keeps no forkable episode state); use branching: none")

@@ -15,11 +15,11 @@ chat messages); env task rows travel as their JSON text (`task_row_prompt`) and 
 Branching (`branching="arpo"|"aepo"`, `train.grpo.config.GRPOSettings.branching`): the prompts arrive as
 consecutive blocks of `num_generations` copies (TRL's RepeatSampler, `mini_repeat_count=num_generations`); each
 block is one group and runs ONE `agentic_infer.engines.branching.BranchingRollout` over the engine (a loop engine:
-Search-o1, TIR) with its per-prompt budget set to the group size (ARPO: `initial` roots, default half of it, and
+Search-o1, TIR, the env agent, whose env each branch forks) with its per-prompt budget set to the group size (ARPO: `initial` roots, default half of it, and
 the rest for branches; AEPO: `per_prompt` = the group size). When fewer branches happen than the budget allows,
 extra roots (plain episodes, seeded as further chains) fill the group, so every block returns exactly
 `num_generations` rows: the Rollout's trajectories in order (roots, branches with `parent_id` / `branch_token`, then
-fill roots; `metadata["branching"]["filled"]`). The group's rows stay consecutive, so the trainer's `arpo` estimator
+fill roots; `metadata["branching"]["filled"]`). The groups of a call run together (their turns batch). The group's rows stay consecutive, so the trainer's `arpo` estimator
 attributes over the real branch structure. `last_rollouts` holds one Rollout per group. Each process's slice must
 hold whole groups (`per_device_train_batch_size` × `steps_per_generation` a multiple of `num_generations`, which a
 single process always satisfies); otherwise a ConfigError.
@@ -190,21 +190,23 @@ class RolloutFunc:
         return trainer.num_generations if trainer.model.training else trainer.num_generations_eval
 
     async def _branched(self, llm: Any, examples: list[dict[str, Any]], size: int) -> list[Rollout]:
-        """One BranchingRollout per group, filled with extra roots to exactly `size` trajectories."""
+        """One BranchingRollout per group, filled with extra roots to exactly `size` trajectories; the groups run
+        together (a batching backend decodes their turns together), seeded in order, results in example order."""
         cfg, engine_kw = branching_config(self.branching, size, self.branching_options)
-        out = []
-        for ex in examples:
-            seed = next(self._seeds) if self._seeds is not None else None
+        seeds = [next(self._seeds) if self._seeds is not None else None for _ in examples]
+
+        async def group(ex: dict[str, Any], seed: int | None) -> Rollout:
             engine = self.engine_factory(llm, seed)
             if not (hasattr(engine, "loop") and hasattr(engine, "start")):
-                raise ConfigError(f"branching={self.branching!r} needs a loop engine (Search-o1, TIR); "
+                raise ConfigError(f"branching={self.branching!r} needs a loop engine (Search-o1, TIR, env); "
                                   f"{type(engine).__name__} has no episodes to fork")
             rollout = await BranchingRollout(engine, self.branching, cfg, seed=seed, **engine_kw).run(ex)
             base = engine.loop.sampling.seed if engine.loop.sampling.seed is not None else seed
             filled = size - len(rollout.trajectories)
-            for _ in range(filled):  # fewer branches than the budget: more roots, seeded as the next chains
-                k = len(rollout.trajectories)
-                extra = await self.engine_factory(llm, None if base is None else base + SEED_STRIDE * k).run(ex)
+            # fewer branches than the budget: more roots, seeded as the next chains, run together
+            extras = await asyncio.gather(*(self.engine_factory(llm, None if base is None else base + SEED_STRIDE * k
+                                                                 ).run(ex) for k in range(len(rollout.trajectories), size)))
+            for extra in extras:
                 if not extra.trajectories:
                     raise ConfigError(f"engine returned no trajectory for example {extra.example_id!r}")
                 rollout.trajectories.append(extra.trajectories[0])
@@ -213,8 +215,9 @@ class RolloutFunc:
                 raise ConfigError(f"example {rollout.example_id!r}: {len(rollout.trajectories)} trajectories for a "
                                   f"group of {size}; the branching budget must not exceed num_generations")
             rollout.metadata["branching"]["filled"] = filled
-            out.append(rollout)
-        return out
+            return rollout
+
+        return list(await asyncio.gather(*(group(ex, seed) for ex, seed in zip(examples, seeds))))
 
     def __call__(self, prompts: list[Any], trainer: Any = None) -> dict[str, list]:
         from train.core.masks import completion_view

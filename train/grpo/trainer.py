@@ -28,7 +28,8 @@ Rows without advantage (a zero-variance group's) are left out of the loss's forw
 (`train.grpo.trained_rows`: the same loss and gradient, at the cost of the rows that carry an advantage;
 `diag/trained_rows` logs the share kept) unless β > 0, `aepo_alpha` > 0 or several processes train;
 `skip_zero_advantage=False` runs every row.
-Every step logs `train.core.diagnostics` (`diag/reward_mean`, `diag/zero_std_share`, ...) and warns on
+Every step logs `train.core.diagnostics` (`diag/reward_mean`, `diag/zero_std_share`, ...; with branched rollouts
+`diag/branch_share`, the share of the step's episodes that are branches) and warns on
 RAGEN's echo trap; every `mi_every` steps (RAGEN-2's 5; 0 = off) it logs RAGEN-2's mutual-information proxy
 of the batch (`diag/mi`, `diag/mi_retrieval_acc`, `train.grpo.probes`: no gradient, at most 64 × 16 scored
 sequences).
@@ -211,6 +212,9 @@ class AgenticGRPOTrainer(GRPOTrainer):
         self._log_diagnostics(mode, rewards, group_size)
         if all(isinstance(x.get("trajectory"), Trajectory) for x in inputs):
             self._log_anchor_share(mode, trajectories_of(inputs), group_size)
+            if getattr(self.rollout_func, "branching", "none") != "none":
+                trajs = trajectories_of(inputs)  # `diag/branch_share`: the episodes that are ARPO/AEPO branches
+                self._metrics[mode]["diag/branch_share"].append(sum(t.parent_id is not None for t in trajs) / len(trajs))
         if mode == "train" and self.mi_every and self.state.global_step % self.mi_every == 0:
             self._log_mutual_information(out)
         return out

@@ -9,7 +9,10 @@ everything after it; an RL stage stopped midway resumes its last checkpoint, sav
    SFT rows (`demos/sft.jsonl`). Few on purpose, so that the SFT start does not saturate.
 2. `sft`: full fine-tuning of `model` on them (`train.sft.train_sft`) -> `sft/model/` and `sft/policy.gguf`,
    then the SFT policy's success on the validation seeds (step 0 of every RL curve).
-3. one stage per estimator in `estimators` (default `grpo`, `gigpo`): `rl_steps` optimizer steps from the SAME
+3. one stage per estimator in `estimators` (default `grpo`, `gigpo`; also `dr_grpo`, `rloo`, `grpo_batch`, and
+   `arpo` / `aepo`: the group of `rl_generations` episodes is ARPO's / AEPO's branched rollout, roots plus branches
+   forked after a move with their own copy of the env, trained with the `arpo` estimator, the same episodes per
+   step as the others): `rl_steps` optimizer steps from the SAME
    SFT weights, at equal rollouts per step (`rl_tasks` seeds x `rl_generations` episodes), learning rate and
    sampling; env-agent rollouts on the current weights (`rollout_batch` episodes decoded together), reward the
    env's verdict (1 on the goal within the step limit), GiGPO with anchor states = the board text (γ, ω);
@@ -44,7 +47,10 @@ GAMES = ("frozenlake", "sokoban")
 # is RAGEN's.
 GAME_BOARDS: dict[str, dict[str, Any]] = {"frozenlake": {"view": "described"}, "sokoban": {}}
 HELD_OUT_FROM = 900000  # seeds kept for held-out checks: never trained or validated on
-RL_ESTIMATORS = ("grpo", "gigpo", "dr_grpo", "rloo", "grpo_batch")
+RL_ESTIMATORS = ("grpo", "gigpo", "dr_grpo", "rloo", "grpo_batch", "arpo", "aepo")
+# Stages whose rollouts branch (ARPO / AEPO: each group = roots + branches forked after a tool result, with its env,
+# `train.grpo.rollout`); trained with the `arpo` estimator (advantages attributed over the shared prefixes).
+BRANCHED = ("arpo", "aepo")
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,7 @@ def stage_sft(s: RLSettings, d: Path, demos: Path, *, compute: Compute) -> dict[
 
 
 CURVE_KEYS = ("step", "reward", "reward_std", "entropy", "loss", "grad_norm", "diag/zero_std_share",
-              "diag/group_reward_std", "diag/anchor_share", "diag/trained_rows", "diag/mi", "diag/mi_retrieval_acc", "diag/clip_frac",
+              "diag/group_reward_std", "diag/anchor_share", "diag/branch_share", "diag/trained_rows", "diag/mi", "diag/mi_retrieval_acc", "diag/clip_frac",
               "completions/mean_length", "step_time")
 
 
@@ -206,12 +212,13 @@ def stage_rl(s: RLSettings, estimator: str, d: Path, sft: Path, *, compute: Comp
     from train.model_io import export_gguf, load_trainable, save_checkpoint
     from train.rl.validate import ValidationCallback
 
-    est = Estimator(name=estimator, gamma=s.gamma, omega=s.omega)
+    est = Estimator(name="arpo" if estimator in BRANCHED else estimator, gamma=s.gamma, omega=s.omega)
     per_step = s.rl_tasks * s.rl_generations
     micro = math.gcd(per_step, s.micro_batch)
     gs = GRPOSettings(model=str(sft / "model"), out=str(d / "model"), env=s.game, num_generations=s.rl_generations,
                       batch_size=micro, rollout_batch=s.rollout_batch, max_steps=s.rl_steps,
                       learning_rate=s.rl_lr, max_completion_length=4096, seed=s.seed, gguf="none", estimator=est,
+                      branching=estimator if estimator in BRANCHED else "none",
                       mi_every=s.mi_every, precision=s.precision, threads=s.threads,
                       engine_config={**s.agent, "sampling": SamplingParams(temperature=s.temperature, logprobs=0)},
                       trl={"save_strategy": "steps", "save_steps": s.save_steps, "save_total_limit": 1,

@@ -130,6 +130,9 @@ def game_section(game_dir: Path, root: Path, plots: Path | None) -> list[str]:
             lines.append(f"| {c.get('step')} | {_num(c.get('reward'))} | {_num(c.get('diag/zero_std_share'))} | "
                          f"{_num(c.get('diag/trained_rows'))} | {_num(c.get('entropy'))} | {'ALARM' if alarm else '-'} | {_num(c.get('diag/mi'))} | "
                          f"{_num(c.get('diag/anchor_share'))} | {_num(c.get('step_time'))} |")
+        branches = [_num(c["diag/branch_share"]) for c in s.get("curve", []) if "diag/branch_share" in c]
+        if branches:
+            lines += ["", f"Share of each step's episodes that are branches (forked after a move): {', '.join(branches)}."]
         t = s.get("rollout_timings", {})
         lines += ["", f"Rollout time {_num(t.get('engine_s'))} s of {s['train_s']} s training."]
     held = game_dir / "heldout" / "summary.json"

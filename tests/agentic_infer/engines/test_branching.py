@@ -10,6 +10,7 @@ draws of the decision rng `random.Random(f"{seed}:{example_id}")`, written down 
     "0:q" -> 0.4796, 0.7567, 0.9355      "6:q" -> 0.9038, 0.5594      "7:q" -> 0.2477, 0.8899
 """
 
+import json
 import math
 
 import pytest
@@ -306,3 +307,40 @@ async def test_embedded_model_branches_after_the_search_result(embedded_llm):
     again = await once()
     assert [t.branch_token for t in again.trajectories] == [t.branch_token for t in trajs]
     assert math.isfinite(d["h0"])
+
+
+# -- the env agent: a branch acts on its own copy of the env ------------------------------------------------
+
+LAKE = {"id": "lake-1", "seed": 1, "view": "described"}  # the solver's moves: Right, Up, Up
+
+
+def lake_moves(text: str) -> str:
+    """The solver's next move (one per tool result so far: each observation has one "Goal:" line), then a reply."""
+    from agentic_infer.envs.registry import make_env
+
+    moves, done = make_env("frozenlake", LAKE).solve(), text.count("Goal:") - 1
+    if done >= len(moves):
+        return "Done."
+    call = json.dumps({"name": "act", "arguments": {"action": moves[done]}})
+    return f"<tool_call>\n{call}\n</tool_call>"
+
+
+async def test_env_branches_act_on_their_own_env():
+    """Each branch gets the env as it was at its fork: replaying a trajectory's own moves on a fresh env gives
+    its final state and verdict (with one env shared, a branch's moves land where its parent had already moved)."""
+    from agentic_infer.engines.env_agent import EnvAgent
+    from agentic_infer.envs.registry import make_env
+
+    always = ARPOConfig(per_prompt=4, initial=1, rule="threshold", alpha=1.0, beta=0.0)  # P_t = 1 > τ: every fork
+    engine = EnvAgent(GapLLM(lake_moves, {0: EVEN}), env="frozenlake", max_calls=5)
+    rollout = await BranchingRollout(engine, "arpo", always, seed=0).run(LAKE)
+    check_branches(rollout)
+    trajs = rollout.trajectories
+    assert len(trajs) == 4 and sum(t.parent_id is not None for t in trajs) == 3
+    for t in trajs:
+        replay = make_env("frozenlake", LAKE)
+        for step in t.steps:
+            replay.call_record(step.action, step.arguments)
+        assert [s.arguments["action"] for s in t.steps] == ["Right", "Up", "Up"]
+        assert t.metadata["env_digest"] == replay.digest()
+        assert t.rewards == {"env_reward": 1.0, "success": 1.0}  # the engine's verdict, written per trajectory

@@ -36,6 +36,7 @@ def test_quick_rl_recipe_runs_every_stage_and_resumes(tmp_path):
     run_rl(s, echo=again.append)
     assert sum("skipped" in x for x in again) == 4  # demos, sft, grpo, gigpo; the report is rewritten
     heldout_runs_with_the_trained_agent(s)
+    arpo_stage_branches_env_episodes(s)
 
 
 def heldout_runs_with_the_trained_agent(s: RLSettings) -> None:
@@ -59,3 +60,20 @@ def heldout_runs_with_the_trained_agent(s: RLSettings) -> None:
         assert prompt["kind"] == "prompt" and "\nGoal: " in prompt["text"]  # the board view the recipe trained on
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["jobs"] == 2 and set(summary["policies"]) == {"sft", "grpo"} and "grpo - sft" in summary["paired"]
+
+
+
+def arpo_stage_branches_env_episodes(s: RLSettings) -> None:
+    """`estimators=arpo` on the same SFT stage (skipped): each group is ARPO's branched rollout over the game
+    (branches fork the env), trained with the arpo estimator; the curve logs the share of branch episodes,
+    which only a branched rollout writes."""
+    from dataclasses import replace
+
+    log: list[str] = []
+    result = run_rl(replace(s, estimators=("arpo",)), echo=log.append)
+    assert sum("skipped" in x for x in log) == 2  # demos, sft
+    r = result["arpo"]
+    assert r["estimator"] == "arpo" and r["steps"] == 1 and r["episodes_per_step"] == 2
+    assert [c["diag/branch_share"] for c in r["curve"]] and all(0 <= c["diag/branch_share"] <= 0.5 for c in r["curve"])
+    assert (Path(s.out) / "frozenlake" / "arpo" / "policy.gguf").stat().st_size > 1_000_000
+    assert "### arpo per step" in (Path(s.out) / "report.md").read_text()

@@ -95,6 +95,7 @@ def test_each_group_is_one_branched_rollout(tokenizer, tmp_path):
     batch = batch_of(trainer)
     rollouts = trainer.rollout_func.last_rollouts
     assert rows_of(batch) == G * len(PROMPTS) and len(rollouts) == len(PROMPTS)
+    assert trainer._metrics["train"]["diag/branch_share"] == [0.5]  # G/2 branches of G per group
     for r in rollouts:
         trajs = r.trajectories
         assert len(trajs) == G
