@@ -1,6 +1,6 @@
 """`make rl-eval`: the RL recipe's policies on 100 held-out seeds of a game, paired against each other.
 
-    .venv/bin/python bench/rl_heldout.py --game frozenlake [--seeds 100] [--policies sft,grpo,gigpo] [--jobs 2]
+    .venv/bin/python bench/rl_heldout.py --game frozenlake [--seeds 100] [--policies sft,grpo,gigpo] [--jobs 2] [--threads T]
 
 Writes `runs/rl/<game>/heldout/seeds.jsonl` (`{"seed": N}` plus the recipe's `board` settings, e.g. its view, for
 N = 900000 .. 900000+seeds-1: the held-out seeds the recipe refuses to train or validate on), runs `agentic eval run --task <game> --data SEEDS --backend
@@ -67,11 +67,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--policies", default="sft,grpo,gigpo")
     ap.add_argument("--jobs", type=int, default=2, help="policies evaluated at once")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="llama.cpp threads per policy (default 0: the cores, at most 8, over --jobs)")
     args = ap.parse_args()
-    if args.jobs < 1:
-        raise SystemExit(f"--jobs {args.jobs}: need >= 1")
+    if args.jobs < 1 or args.threads < 0:
+        raise SystemExit(f"--jobs {args.jobs} --threads {args.threads}: need jobs >= 1 and threads >= 0")
     game_dir = Path(args.out) / args.game
-    threads = max(1, min(os.cpu_count() or 1, 8) // args.jobs)
+    threads = args.threads or max(1, min(os.cpu_count() or 1, 8) // args.jobs)
     settings = trained_settings(game_dir)
     agent = settings.agent
     overrides = [f"--set={k}={v}" for k, v in agent.items()]
