@@ -36,10 +36,19 @@ HELD_OUT_FROM = 900000
 
 def successes(run: Path) -> dict[str, float]:
     """example id -> success (1/0) from an eval run folder's results."""
-    out = {}
-    for _, row in iter_jsonl(run / "results.jsonl", "one result row a line"):
-        out[str(row["id"])] = float(row["metrics"]["success"])
-    return out
+    return {str(row["id"]): float(row["metrics"]["success"]) for row in rows_of(run)}
+
+
+def rows_of(run: Path) -> list[dict[str, Any]]:
+    return [row for _, row in iter_jsonl(run / "results.jsonl", "one result row a line")]
+
+
+def per_episode(run: Path) -> dict[str, float]:
+    """Mean seconds and tool calls per episode, from the rows (so a resumed run's figures cover every episode)."""
+    rows = rows_of(run)
+    n = max(1, len(rows))
+    return {"s_per_episode": round(sum(r["wall_s"] for r in rows) / n, 2),
+            "calls_per_episode": round(sum(r["tool_calls"] for r in rows) / n, 2)}
 
 
 def paired(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
@@ -105,14 +114,15 @@ def main() -> None:
     for name, s in runs.items():
         vals = list(s.values())
         summary["policies"][name] = {"n": len(vals), "success": sum(vals) / max(1, len(vals)),
-                                     "ci": list(bootstrap_ci(vals))}
+                                     "ci": list(bootstrap_ci(vals)), **per_episode(folder / name)}
     pairs = [("sft", p) for p in runs if p != "sft"] + [("grpo", p) for p in runs if p not in ("sft", "grpo")]
     for a, b in pairs:
         if a in runs:
             summary["paired"][f"{b} - {a}"] = paired(runs[a], runs[b])
-    lines = ["| policy | seeds | success | 95% CI | eval s |", "|---|---|---|---|---|"]
-    lines += [f"| {n} | {p['n']} | {p['success']:.2f} | [{p['ci'][0]:.2f}, {p['ci'][1]:.2f}] | {seconds[n]} |"
-              for n, p in summary["policies"].items()]
+    lines = ["| policy | seeds | success | 95% CI | tool calls/episode | s/episode | eval s (this call) |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {p['n']} | {p['success']:.2f} | [{p['ci'][0]:.2f}, {p['ci'][1]:.2f}] | "
+              f"{p['calls_per_episode']} | {p['s_per_episode']} | {seconds[n]} |" for n, p in summary["policies"].items()]
     lines += ["", "| paired difference | seeds | mean | 95% CI |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['diff']:+.2f} | [{v['ci'][0]:+.2f}, {v['ci'][1]:+.2f}] |"
               for k, v in summary["paired"].items()]

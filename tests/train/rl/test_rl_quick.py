@@ -46,9 +46,16 @@ def heldout_runs_with_the_trained_agent(s: RLSettings) -> None:
     import sys
 
     root = Path(__file__).resolve().parents[3]
-    subprocess.run([sys.executable, str(root / "bench" / "rl_heldout.py"), "--out", s.out, "--seeds", "2",
-                    "--policies", "sft,grpo", "--jobs", "2"], check=True, cwd=root)
+    command = [sys.executable, str(root / "bench" / "rl_heldout.py"), "--out", s.out, "--seeds", "2",
+               "--policies", "sft,grpo", "--jobs", "2"]
+    subprocess.run(command, check=True, cwd=root)
     folder = Path(s.out) / "frozenlake" / "heldout"
+    first = json.loads((folder / "summary.json").read_text())["policies"]
+    subprocess.run(command, check=True, cwd=root)  # a rerun resumes finished evals: per-episode figures stay
+    again = json.loads((folder / "summary.json").read_text())["policies"]
+    for name in ("sft", "grpo"):
+        assert again[name]["s_per_episode"] == first[name]["s_per_episode"] > 0
+        assert again[name]["calls_per_episode"] == first[name]["calls_per_episode"]
     quick = s.effective()
     for name in ("sft", "grpo"):
         cfg = json.loads((folder / name / "run.json").read_text())["engine_config"]
