@@ -211,9 +211,9 @@ class AgenticGRPOTrainer(GRPOTrainer):
         out["advantages"] = adv.to(out["completion_ids"].device)
         self._log_diagnostics(mode, rewards, group_size)
         if all(isinstance(x.get("trajectory"), Trajectory) for x in inputs):
-            self._log_anchor_share(mode, trajectories_of(inputs), group_size)
-            if getattr(self.rollout_func, "branching", "none") != "none":
-                trajs = trajectories_of(inputs)  # `diag/branch_share`: the episodes that are ARPO/AEPO branches
+            trajs = trajectories_of(inputs)
+            self._log_anchor_share(mode, trajs, group_size)
+            if getattr(self.rollout_func, "branching", "none") != "none":  # the episodes that are ARPO/AEPO branches
                 self._metrics[mode]["diag/branch_share"].append(sum(t.parent_id is not None for t in trajs) / len(trajs))
         if mode == "train" and self.mi_every and self.state.global_step % self.mi_every == 0:
             self._log_mutual_information(out)
