@@ -1,10 +1,12 @@
-"""`agentic synth demos | export`: cold-start SFT data from gold decompositions, and exports for trainers.
+"""`agentic synth demos | export | tree-data`: cold-start SFT data from gold decompositions, exports for trainers,
+and training data from search trees.
 
     agentic synth demos --task musique --data ../shared/data/multihop/musique_train_100.json --out demos/
     agentic synth export --in demos/ --format tokenized --out demos/sft.jsonl
+    agentic synth tree-data --in runs/lats-game24 --out tree-data/ [--scope tree] [--margin 0.1]
 
 Each command is thin: it validates its options, calls one library function (`synth.demos.run_demos`,
-`synth.export.export`) and prints a one-line summary; every output
+`synth.export.export`, `synth.trees.tree_data`) and prints a one-line summary; every output
 directory holds `stats.json`. `agentic synth fuzzqa` is in `synth_fuzzqa.py`. Bad input is one line on stderr and exit code 2 (see `agentic_infer.cli`).
 """
 
@@ -104,3 +106,31 @@ def export(
     merged.setdefault("exports", []).append(stats)
     stats_path.write_text(json.dumps(merged, indent=2), encoding="utf-8")
     Console(stderr=True).print(f"export: {stats['rows']} {fmt} rows from {stats['trajectories']} trajectories -> {out}")
+
+
+@synth_app.command("tree-data")
+def tree_data(
+    src: Annotated[Path, typer.Option("--in", help="Run directory of `agentic eval run --engine lats|rap` "
+                                                  "(its rollouts.jsonl), or a JSONL file of Rollouts.")],
+    out: Annotated[Path, typer.Option(help="Output directory: sft/trajectories.jsonl, pairs.jsonl, dropped.jsonl, "
+                                           "stats.json.")],
+    scope: Annotated[str, typer.Option(help="path: pairs at the chosen path's nodes | tree: at every node with two "
+                                            "or more scored children.")] = "path",
+    margin: Annotated[float, typer.Option(help="A pair needs chosen_score - rejected_score > MARGIN.")] = 0.0,
+    keep_incorrect: Annotated[bool, typer.Option(help="SFT steps from paths whose answer was not verified "
+                                                      "correct too.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing output directory's files.")] = False,
+) -> None:
+    """A tree search's chosen path as per-step SFT trajectories and its siblings as DPO preference pairs."""
+    from synth.trees import read_rollouts, write_tree_data
+    from synth.trees import tree_data as build
+
+    if (out / "stats.json").exists() and not overwrite:
+        raise ConfigError(f"{out / 'stats.json'} exists; choose another --out or pass --overwrite (nothing was written)")
+    data = build(read_rollouts(src), scope=scope, margin=margin, keep_incorrect=keep_incorrect)  # type: ignore[arg-type]
+    write_tree_data(out, data, overwrite=overwrite)
+    s = data.stats
+    Console(stderr=True).print(
+        f"tree-data: {s['sft_steps']} SFT steps from {s['sft_rollouts']} of {s['rollouts']} rollouts, {s['pairs']} "
+        f"pairs; dropped {sum(s['dropped'].values())} ({', '.join(f'{k} {v}' for k, v in s['dropped'].items()) or 'none'})"
+        f" -> {out}")

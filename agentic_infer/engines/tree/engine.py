@@ -14,7 +14,8 @@ The Rollout records EVERY LLM call of the search, one trajectory per sampled com
 
 - `trajectories[0]` is the chosen path: for each action on the path to the chosen node, the prompt
   segment of the call that proposed it and the model segment of the sample that wrote it (token ids,
-  logprobs); every segment's `metadata["call"]` is that sample's call id. `steps[k]` links action k to
+  logprobs); every segment's `metadata["call"]` is that sample's call id and `metadata["finish"]` how the sample
+  ended (the call's finish reason). `steps[k]` links action k to
   its model segment (`Step.segment`) and names its node. `finish_reason` is "answer" when a terminal was
   chosen, "budget" when none was (an empty path). Each step's tokens were conditioned on that step's
   prompt segment alone, not on the concatenation, so a path of more than one step is not `token_exact`:
@@ -23,8 +24,8 @@ The Rollout records EVERY LLM call of the search, one trajectory per sampled com
   action samples that were not chosen), each a prompt and a model segment with
   `metadata` = {purpose, node, call_group, sample}.
 - `metadata["tree"]` = {stop_reason, feedback, actions, node (the chosen node's id), budget, nodes}: `nodes`
-  is the compact node table (id, parent, action, depth, visits, value, reward, terminal, calls), whose
-  call ids all resolve through `call_trajectories(rollout)`. `rewards["correct"]` is the environment's
+  is the compact node table (id, parent, action, depth, visits, value, reward, terminal, calls, proposed_by:
+  the samples that wrote the node's action), whose call ids all resolve through `call_trajectories(rollout)`. `rewards["correct"]` is the environment's
   verdict on the answer when it has one (gold answer, checker), scored after the search.
 
 Not covered: one rollout per iteration (the chosen path is the search's final decision).
@@ -44,6 +45,12 @@ from agentic_infer.engines.tree.table import Tree
 from agentic_infer.types import Rollout, SamplingParams, Step, Trajectory, Usage
 
 NODE_FIELDS = ("id", "parent", "action", "depth", "visits", "value", "reward", "terminal", "calls")
+
+
+def _node_row(n: Any) -> dict[str, Any]:
+    """A node of the compact table: `NODE_FIELDS` and `proposed_by` (the parent's samples that wrote its action)."""
+    return {**{k: v for k, v in n.to_dict().items() if k in NODE_FIELDS},
+            "proposed_by": list(n.details.get("proposed_by") or [])}
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,7 @@ def _search_rollout(search: TreeSearch, result: SearchResult, example: Mapping[s
             on_path.add(call.id)
             for seg in call.segments:
                 path.add(seg.kind, seg.text, token_ids=seg.token_ids, logprobs=seg.logprobs,
-                         **{**call.metadata, "call": call.id})
+                         **{**call.metadata, "call": call.id, "finish": call.finish_reason})
             step.segment = len(path.segments) - 1
             path.usage.add(call.usage)
             path.token_exact = path.token_exact and call.token_exact
@@ -155,7 +162,7 @@ def _search_rollout(search: TreeSearch, result: SearchResult, example: Mapping[s
     spent = (result.budget or {}).get("spent", {})
     usage = Usage(prompt_tokens=spent.get("prompt_tokens", 0), completion_tokens=spent.get("completion_tokens", 0),
                   llm_calls=spent.get("llm_calls", 0), wall_s=spent.get("wall_s", 0.0))
-    table = [{k: v for k, v in n.to_dict().items() if k in NODE_FIELDS} for n in tree.nodes]
+    table = [_node_row(n) for n in tree.nodes]
     info = {"stop_reason": result.stop_reason, "feedback": result.feedback, "actions": result.actions,
             "node": result.node, "budget": result.budget, "nodes": table, **result.extra}
     return Rollout(example_id=example_id(example), trajectories=[path, *others], answer=result.answer,
