@@ -11,6 +11,7 @@ is adding a `Dialect(...)` value to `DIALECTS`.
 | r1_searcher | `<|begin_of_query|>q<|end_of_query|>` | `<|begin_of_documents|>…<|end_of_documents|>` | `<answer>` |
 | asearcher | `<search>q</search>`, `<access>url</access>` | `<information>…</information>` | `<answer>` |
 | tool_calls | `<tool_call>{"name":…,"arguments":…}</tool_call>` | `<tool_response>…</tool_response>` | `<answer>` |
+| atom_searcher | `<tool_call>{"name":"web_search","arguments":{"query":…}}</tool_call>`; `<think>` pre-filled | `<tool_response>…</tool_response>` | `<answer>` |
 | tir (ToRL) | ```` ```python … ``` ```` | ```` ```output … ``` ```` | `\\boxed{}` |
 | artist | `<python>…</python>` | `<output>…</output>` | `<answer>` |
 """
@@ -47,6 +48,9 @@ class Dialect:
     # Forced messages (limits, repeats) use the reference's own spacing.
     message_template: str = "\n{begin}\n{content}\n{end}\n"
     json_calls: bool = False  # the action body is a JSON tool call {"name", "arguments"}
+    # JSON tool names the model writes -> our handler names (Atom-Searcher's "web_search" is our "search")
+    aliases: tuple[tuple[str, str], ...] = ()
+    opening: str = ""  # forced text that opens the assistant's turn (Atom-Searcher pre-fills "<think>")
     extra_stops: tuple[str, ...] = field(default=())
 
     @property
@@ -113,6 +117,21 @@ TOOL_CALLS = Dialect(
     json_calls=True,
 )
 
+# Atom-Searcher: each turn opens with a pre-filled <think> (the reference appends it to the generation prompt), so
+# the text after an observation re-opens it; atomic thoughts are the model's own tags inside (train.rewards.atomic).
+ATOM_SEARCHER = Dialect(
+    name="atom_searcher",
+    actions=(ActionTag("<tool_call>", "</tool_call>", "search"),),
+    result_begin="<tool_response>",
+    result_end="</tool_response>",
+    answer="answer_tag",
+    result_template="\n{begin}\n{content}\n{end}\n<think>",
+    message_template="\n{begin}\n{content}\n{end}\n<think>",
+    json_calls=True,
+    aliases=(("web_search", "search"),),
+    opening="<think>",
+)
+
 TIR = Dialect(
     name="tir",
     # closing fence plus newline, so the opening "```python" does not trigger the stop
@@ -134,7 +153,8 @@ ARTIST = Dialect(
     message_template="\n{begin}\n{content}\n{end}\n",
 )
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (SEARCH_O1, SEARCH_R1, R1_SEARCHER, ASEARCHER, TOOL_CALLS, TIR, ARTIST)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (SEARCH_O1, SEARCH_R1, R1_SEARCHER, ASEARCHER, TOOL_CALLS,
+                                                     ATOM_SEARCHER, TIR, ARTIST)}
 
 
 def get_dialect(name: str | Dialect) -> Dialect:

@@ -334,7 +334,7 @@ class AgentLoop:
                 return "malformed tool call: \"arguments\" is not valid JSON"
         if not isinstance(args, dict):
             return "malformed tool call: \"arguments\" must be an object"
-        return call["name"], args
+        return dict(self.dialect.aliases).get(call["name"], call["name"]), args
 
     async def step(self, episodes: Sequence[Episode]) -> None:
         """Advance every unfinished episode by one turn (generation concurrently, handlers batched)."""

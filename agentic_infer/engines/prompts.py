@@ -31,6 +31,16 @@ SEARCH_INSTRUCTIONS = {
         "and </information>, each with a document id. Read a whole document with <access> id </access>. "
         "Give the final answer inside <answer> and </answer>."
     ),
+    "atom_searcher": (
+        "You are a deep research assistant. Think inside <think> and </think> before every action, and break your "
+        "thinking into atomic thoughts, each inside an upper-case tag that names what it does, e.g. "
+        "<PLAN>...</PLAN>, <OBSERVATION>...</OBSERVATION>, <HYPOTHESIS_TESTING>...</HYPOTHESIS_TESTING>, "
+        "<REFLECTION>...</REFLECTION>, <VERIFICATION>...</VERIFICATION>, <RISK_ANALYSIS>...</RISK_ANALYSIS>.\n\n"
+        "After thinking, either search with <tool_call>{{\"name\": \"web_search\", \"arguments\": {{\"query\": "
+        "\"...\"}}}}</tool_call> (the results appear between <tool_response> and </tool_response>; at most "
+        "{max_actions} searches), or give the final answer (a few words, no explanation) inside <answer> and "
+        "</answer>."
+    ),
     "tool_calls": (
         "Answer the question. You can call tools by writing <tool_call>{{\"name\": TOOL, \"arguments\": "
         "{{...}}}}</tool_call>; results appear between <tool_response> and </tool_response>. Give the final "

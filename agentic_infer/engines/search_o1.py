@@ -83,7 +83,7 @@ class SearchO1Config:
         dialect = get_dialect(self.dialect)
         if "search" not in {a.tool for a in dialect.actions}:
             raise ConfigError(f"SearchO1Config.dialect={self.dialect!r} has no search action; use search_o1, "
-                              "search_r1, r1_searcher or asearcher")
+                              "search_r1, r1_searcher, asearcher or atom_searcher")
         for name in ("k", "max_turns", "max_total_tokens", "doc_chars"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"SearchO1Config.{name}={getattr(self, name)!r}: must be an integer >= 1")
@@ -147,9 +147,10 @@ class SearchO1(LoopEngine):
     def start(self, example: Mapping[str, Any]) -> Episode:
         messages = self.messages(example)
         if self.first_query is None:
-            return self.loop.start(dict(example), messages, assistant_prefix=self.assistant_prefix)
+            return self.loop.start(dict(example), messages, assistant_prefix=self.assistant_prefix or self.dialect.opening)
         tag = next(a for a in self.dialect.actions if a.tool == "search")
         query = tag.begin + " ".join(str(example["question"]).split()) + tag.end
-        episode = self.loop.start(dict(example), messages, assistant_prefix=self.assistant_prefix + query)
+        episode = self.loop.start(dict(example), messages,
+                                  assistant_prefix=(self.assistant_prefix or self.dialect.opening) + query)
         episode.forced_action = True  # the loop runs this search before the model's first turn
         return episode

@@ -6,11 +6,21 @@ synth), each a plain `fn(RewardInput, **options) -> float`, with adapters to TRL
 - `format`: per-dialect format rewards (R1-Searcher, ToolRL, ARTIST order).
 - `toolrl`: ToolRL's R_format + R_correct (name / parameter-name / parameter-value matching).
 - `tool_use`: ToRL code reward, OTC productivity and OTC-PPO, ARTIST tool success ratio.
+- `atomic`: Atom-Searcher's atomic thoughts, its reasoning reward model (offline against gold decompositions, or
+  an LLM judge) and the Atomic Thought Reward.
 - `schedules`: R1-Searcher two stages, Atom-Searcher process-plus-outcome, Planner-R1 staged reward.
 - `adapters`: `trl_reward(fn, **options)`, `verl_compute_score(fn, **options)`.
 """
 
 from train.rewards.adapters import completion_text, trl_reward, verl_compute_score
+from train.rewards.atomic import (
+    LLMRRM,
+    Atom,
+    OfflineRRM,
+    atomic_thought_reward,
+    atomic_thoughts,
+    score_trajectory,
+)
 from train.rewards.base import Reward, RewardInput, as_trajectory
 from train.rewards.env import env_reward
 from train.rewards.format import (
@@ -30,7 +40,6 @@ from train.rewards.outcome import (
 )
 from train.rewards.schedules import (
     atom_searcher_reward,
-    atomic_thoughts,
     planner_r1_reward,
     process_weight,
     r1_searcher_reward,
@@ -46,9 +55,11 @@ from train.rewards.tool_use import (
 )
 from train.rewards.toolrl import parse_tool_calls, toolrl_correctness, toolrl_reward
 
-__all__ = ["Reward", "RewardInput", "artist_format", "artist_tool_reward", "artist_tool_success", "as_trajectory",
-           "atom_searcher_reward", "atomic_thoughts", "completion_text", "cover_em_reward", "dialect_format",
-           "em_reward", "env_reward", "f1_reward", "judge_reward", "math_reward", "metric_reward", "otc_ppo_reward",
-           "otc_productivity", "otc_reward", "parse_tool_calls", "planner_r1_reward", "process_weight",
-           "r1_searcher_format", "r1_searcher_reward", "r1_searcher_stage", "tag_sequence", "toolrl_correctness",
-           "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward", "verl_compute_score"]
+__all__ = ["artist_format", "artist_tool_reward", "artist_tool_success", "as_trajectory", "Atom",
+           "atom_searcher_reward", "atomic_thought_reward", "atomic_thoughts", "completion_text",
+           "cover_em_reward", "dialect_format", "em_reward", "env_reward", "f1_reward", "judge_reward",
+           "LLMRRM", "math_reward", "metric_reward", "OfflineRRM", "otc_ppo_reward", "otc_productivity",
+           "otc_reward", "parse_tool_calls", "planner_r1_reward", "process_weight", "r1_searcher_format",
+           "r1_searcher_reward", "r1_searcher_stage", "Reward", "RewardInput", "score_trajectory",
+           "tag_sequence", "toolrl_correctness", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
+           "verl_compute_score"]

@@ -5,10 +5,9 @@ R1-Searcher. Stage 1 teaches retrieval: R = R_retrieval (0.5 when at least one q
 R_format (0.5 when well formed, else 0). Stage 2 teaches answering: R = R_format (0 when well formed,
 −2 when not) + R_answer (F1 of the answer). `r1_searcher_stage(step, switch_step)` picks the stage.
 
-Atom-Searcher. R = λ(t)·R_process + (1 − λ(t))·R_outcome, where R_process is a reasoning reward model's
-score of the atomic thoughts (`atomic_thoughts(text)`: the `<plan>`, `<reflection>`, `<verification>`, ...
-spans) and λ decays from `start` toward `end` over training (linear or cosine): process guidance early,
-the outcome later.
+Atom-Searcher. R = λ(t)·R_process + (1 − λ(t))·R_outcome, where R_process is the Atomic Thought
+Reward (`train.rewards.atomic`: a reasoning reward model's scores of the atomic thoughts) and λ decays from
+`start` toward `end` over training (linear or cosine): process guidance early, the outcome later.
 
 Planner-R1. r = Σ λ_k r_k over schema validity, commonsense and hard micro (pass rates) and macro (all passed)
 terms and the final pass: a sum, not a chain (stage 1 every λ = 1, stage 2 the macro terms and the final pass,
@@ -16,14 +15,11 @@ stage 3 the final pass only). `planner_r1_reward(terms, stage=...)` is the Trave
 (agentic_infer.envs.travelplanner.reward), re-exported so a reward and the env's verdict never disagree;
 build `terms` with `reward_terms(verdict.checks)` or `RewardTerms(...)`.
 
-Not covered: the reasoning reward model (pass its score).
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
 from typing import Literal
 
 from agentic_infer.envs.travelplanner.reward import RewardTerms, planner_r1_reward, reward_terms
@@ -54,15 +50,6 @@ def r1_searcher_reward(inp: RewardInput, *, stage: int) -> float:
     raise ConfigError(f"stage={stage!r}: R1-Searcher has stages 1 (retrieval + format) and 2 (format + answer F1)")
 
 
-ATOMIC_TAGS = ("plan", "reflection", "verification", "hypothesis", "observation", "action", "summary", "risk_analysis")
-
-
-def atomic_thoughts(text: str, tags: Sequence[str] = ATOMIC_TAGS) -> list[tuple[str, str]]:
-    """(tag, content) of every `<tag>…</tag>` atomic-thought span, in order."""
-    pattern = re.compile(r"<({})>(.*?)</\1>".format("|".join(map(re.escape, tags))), re.DOTALL)
-    return [(m.group(1), m.group(2).strip()) for m in pattern.finditer(text)]
-
-
 def process_weight(step: int, total_steps: int, *, start: float = 0.5, end: float = 0.0,
                    decay: Literal["linear", "cosine"] = "linear") -> float:
     """λ(t): `start` at step 0 to `end` at `total_steps` (held after), linearly or on a half cosine."""
@@ -85,5 +72,5 @@ def atom_searcher_reward(outcome: float, process: float, *, step: int, total_ste
     return lam * process + (1 - lam) * outcome
 
 
-__all__ = ["ATOMIC_TAGS", "RewardTerms", "atom_searcher_reward", "atomic_thoughts", "planner_r1_reward",
+__all__ = ["RewardTerms", "atom_searcher_reward", "planner_r1_reward",
            "process_weight", "r1_searcher_reward", "r1_searcher_stage", "reward_terms"]

@@ -130,7 +130,8 @@ def test_atom_searcher_schedule():
     assert process_weight(25, 100, decay="cosine") == pytest.approx(0.25 * (1 + math.cos(math.pi / 4)))
     assert atom_searcher_reward(1.0, 0.0, step=0, total_steps=100) == 0.5
     assert atom_searcher_reward(1.0, 0.0, step=100, total_steps=100) == 1.0
-    assert atomic_thoughts("<plan>p</plan> x <verification> v </verification>") == [("plan", "p"), ("verification", "v")]
+    assert [(a.tag, a.text) for a in atomic_thoughts("<plan>p</plan> x <VERIFICATION> v </VERIFICATION>")] == [
+        ("PLAN", "p"), ("VERIFICATION", "v")]
 
 
 def test_planner_r1_is_a_weighted_sum_per_stage():
