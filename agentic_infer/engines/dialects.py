@@ -2,7 +2,8 @@
 documents are formatted and where the answer is.
 
 A dialect holds no code paths of its own; `engines/loop.py` reads these fields. Adding a dialect
-is adding a `Dialect(...)` value to `DIALECTS`.
+is adding a `Dialect(...)` value to `DIALECTS`. A dialect with a `grammar` (what block may follow what) is
+checked by `check_grammar(dialect, text)`.
 
 | dialect | actions | observation wrapper | answer |
 |---|---|---|---|
@@ -11,6 +12,7 @@ is adding a `Dialect(...)` value to `DIALECTS`.
 | r1_searcher | `<|begin_of_query|>q<|end_of_query|>` | `<|begin_of_documents|>…<|end_of_documents|>` | `<answer>` |
 | asearcher | `<search>q</search>`, `<access>url</access>` | `<information>…</information>` | `<answer>` |
 | tool_calls | `<tool_call>{"name":…,"arguments":…}</tool_call>` | `<tool_response>…</tool_response>` | `<answer>` |
+| afm (Chain-of-Agents) | `<wiki_search>q</wiki_search>`, with `<think>`, `<plan>`, `<reflection>` blocks in AFM's order | `<observation>…</observation>` | `<answer>a|b</answer>` |
 | atom_searcher | `<tool_call>{"name":"web_search","arguments":{"query":…}}</tool_call>`; `<think>` pre-filled | `<tool_response>…</tool_response>` | `<answer>` |
 | tir (ToRL) | ```` ```python … ``` ```` | ```` ```output … ``` ```` | `\\boxed{}` |
 | artist | `<python>…</python>` | `<output>…</output>` | `<answer>` |
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from agentic_infer.errors import ConfigError
 from agentic_infer.verify.extract import extract_answer as extract_in_format
+from agentic_infer.verify.extract import tag_sequence
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class Dialect:
     # JSON tool names the model writes -> our handler names (Atom-Searcher's "web_search" is our "search")
     aliases: tuple[tuple[str, str], ...] = ()
     opening: str = ""  # forced text that opens the assistant's turn (Atom-Searcher pre-fills "<think>")
+    # What block may follow what: (after, allowed next tags) pairs; `after` is a tag, "^" (the start) or "a>b" (b
+    # right after a, which overrides b's own rule); "$" in the allowed tags means the text may end there.
+    grammar: tuple[tuple[str, tuple[str, ...]], ...] = ()
     extra_stops: tuple[str, ...] = field(default=())
 
     @property
@@ -117,6 +123,21 @@ TOOL_CALLS = Dialect(
     json_calls=True,
 )
 
+# Chain-of-Agents (AFM): one stream of blocks; plan, wiki_search, reflection and answer each follow a think, after a
+# reflection comes a think and then a plan or a search; several answers as "a|b" (ANCHORS.md).
+AFM = Dialect(
+    name="afm",
+    actions=(ActionTag("<wiki_search>", "</wiki_search>", "search"),),
+    result_begin="<observation>",
+    result_end="</observation>",
+    answer="answer_tag",
+    result_template="\n{begin}{content}{end}\n",
+    message_template="\n{begin}{content}{end}\n",
+    grammar=(("^", ("think",)), ("think", ("plan", "wiki_search", "reflection", "answer")), ("plan", ("think",)),
+             ("wiki_search", ("observation",)), ("observation", ("think",)), ("reflection", ("think",)),
+             ("reflection>think", ("plan", "wiki_search")), ("answer", ("$",))),
+)
+
 # Atom-Searcher: each turn opens with a pre-filled <think> (the reference appends it to the generation prompt), so
 # the text after an observation re-opens it; atomic thoughts are the model's own tags inside (train.rewards.atomic).
 ATOM_SEARCHER = Dialect(
@@ -154,7 +175,7 @@ ARTIST = Dialect(
 )
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (SEARCH_O1, SEARCH_R1, R1_SEARCHER, ASEARCHER, TOOL_CALLS,
-                                                     ATOM_SEARCHER, TIR, ARTIST)}
+                                                     AFM, ATOM_SEARCHER, TIR, ARTIST)}
 
 
 def get_dialect(name: str | Dialect) -> Dialect:
@@ -190,6 +211,32 @@ def parse_action(dialect: Dialect, text: str, stop_reason: str | None) -> Parsed
         argument = found[-1].split(tag.begin)[-1].strip() if found else ""
         if argument:
             return ParsedAction(tag.tool, argument, tag)
+    return None
+
+
+def check_grammar(dialect: str | Dialect, text: str) -> str | None:
+    """None when `text` (the model's whole output, observations included) follows the dialect's grammar: only
+    whitespace outside its blocks, no block unclosed or nested, each block allowed after the one before, and it
+    ends where the grammar allows; else the first violation, in words."""
+    d = get_dialect(dialect)
+    rules = dict(d.grammar)
+    if not rules:
+        raise ConfigError(f"dialect {d.name!r} has no grammar; dialects with one: "
+                          f"{sorted(n for n, x in DIALECTS.items() if x.grammar)}")
+    names = sorted({t for _, allowed in d.grammar for t in allowed if t != "$"})
+    seq = tag_sequence(text, {n: (f"<{n}>", f"</{n}>") for n in names})
+    if seq is None:
+        return "a block is unclosed, unopened or nested"
+    outside = re.sub("|".join(f"<{n}>.*?</{n}>" for n in names), "", text, flags=re.DOTALL).strip()
+    if outside:
+        return f"text outside the blocks: {outside[:60]!r}"
+    before, prev = "", "^"
+    for tag in [*seq, "$"]:
+        allowed = rules.get(f"{before}>{prev}") or rules.get(prev, ())
+        if tag not in allowed:
+            what = "the end" if tag == "$" else f"<{tag}>"
+            return f"{what} after {'the start' if prev == '^' else f'<{prev}>'} (allowed: {', '.join(allowed)})"
+        before, prev = prev, tag
     return None
 
 

@@ -31,6 +31,14 @@ SEARCH_INSTRUCTIONS = {
         "and </information>, each with a document id. Read a whole document with <access> id </access>. "
         "Give the final answer inside <answer> and </answer>."
     ),
+    "afm": (
+        "Answer the question. Work in blocks, one after another: <think> your reasoning </think>, then one of "
+        "<plan> the sub-questions to answer </plan>, <wiki_search> a query </wiki_search> (the results appear "
+        "between <observation> and </observation>), <reflection> what went wrong and what to do instead "
+        "</reflection>, or <answer> the final answer </answer>. Every plan, search, reflection and answer comes "
+        "after a <think>; after a reflection, think and then plan or search again. Search at most {max_actions} "
+        "times. Give several answers as a|b."
+    ),
     "atom_searcher": (
         "You are a deep research assistant. Think inside <think> and </think> before every action, and break your "
         "thinking into atomic thoughts, each inside an upper-case tag that names what it does, e.g. "

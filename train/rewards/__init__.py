@@ -2,6 +2,8 @@
 synth), each a plain `fn(RewardInput, **options) -> float`, with adapters to TRL and verl.
 
 - `outcome`: EM, F1, cover-EM, math equivalence, LLM judge (Chain-of-Agents 0/1).
+- `afm`: Chain-of-Agents' rewards: every "|"-answer in the gold set (multi-hop), 0.1·format + 0.9·judge − 0.5 for a
+  repeated query (web), AFM's grammar as a format reward.
 - `env`: the environment's verdict (`env_reward`, written by the env agent).
 - `format`: per-dialect format rewards (R1-Searcher, ToolRL, ARTIST order).
 - `toolrl`: ToolRL's R_format + R_correct (name / parameter-name / parameter-value matching).
@@ -13,6 +15,7 @@ synth), each a plain `fn(RewardInput, **options) -> float`, with adapters to TRL
 """
 
 from train.rewards.adapters import completion_text, trl_reward, verl_compute_score
+from train.rewards.afm import afm_answer_reward, afm_format, afm_queries, afm_web_reward, repeated_query
 from train.rewards.atomic import (
     LLMRRM,
     Atom,
@@ -55,11 +58,12 @@ from train.rewards.tool_use import (
 )
 from train.rewards.toolrl import parse_tool_calls, toolrl_correctness, toolrl_reward
 
-__all__ = ["artist_format", "artist_tool_reward", "artist_tool_success", "as_trajectory", "Atom",
-           "atom_searcher_reward", "atomic_thought_reward", "atomic_thoughts", "completion_text",
-           "cover_em_reward", "dialect_format", "em_reward", "env_reward", "f1_reward", "judge_reward",
-           "LLMRRM", "math_reward", "metric_reward", "OfflineRRM", "otc_ppo_reward", "otc_productivity",
-           "otc_reward", "parse_tool_calls", "planner_r1_reward", "process_weight", "r1_searcher_format",
-           "r1_searcher_reward", "r1_searcher_stage", "Reward", "RewardInput", "score_trajectory",
-           "tag_sequence", "toolrl_correctness", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
+__all__ = ["afm_answer_reward", "afm_format", "afm_queries", "afm_web_reward", "artist_format",
+           "artist_tool_reward", "artist_tool_success", "as_trajectory", "Atom", "atom_searcher_reward",
+           "atomic_thought_reward", "atomic_thoughts", "completion_text", "cover_em_reward", "dialect_format",
+           "em_reward", "env_reward", "f1_reward", "judge_reward", "LLMRRM", "math_reward", "metric_reward",
+           "OfflineRRM", "otc_ppo_reward", "otc_productivity", "otc_reward", "parse_tool_calls",
+           "planner_r1_reward", "process_weight", "r1_searcher_format", "r1_searcher_reward",
+           "r1_searcher_stage", "repeated_query", "Reward", "RewardInput", "score_trajectory", "tag_sequence",
+           "toolrl_correctness", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
            "verl_compute_score"]
