@@ -1,12 +1,13 @@
-"""`agentic synth demos | export | tree-data`: cold-start SFT data from gold decompositions, exports for trainers,
-and training data from search trees.
+"""`agentic synth demos | coa | export | tree-data`: cold-start SFT data from gold decompositions (plain, or
+Chain-of-Agents runs linearised into AFM trajectories), exports for trainers, and training data from search trees.
 
     agentic synth demos --task musique --data ../shared/data/multihop/musique_train_100.json --out demos/
+    agentic synth coa --task musique --data ../shared/data/multihop/musique_train_100.json --out coa/
     agentic synth export --in demos/ --format tokenized --out demos/sft.jsonl
     agentic synth tree-data --in runs/lats-game24 --out tree-data/ [--scope tree] [--margin 0.1]
 
 Each command is thin: it validates its options, calls one library function (`synth.demos.run_demos`,
-`synth.export.export`, `synth.trees.tree_data`) and prints a one-line summary; every output
+`synth.coa.build_coa`, `synth.export.export`, `synth.trees.tree_data`) and prints a one-line summary; every output
 directory holds `stats.json`. `agentic synth fuzzqa` is in `synth_fuzzqa.py`. Bad input is one line on stderr and exit code 2 (see `agentic_infer.cli`).
 """
 
@@ -53,7 +54,7 @@ def demos(
     overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
 ) -> None:
     """Demonstrations from gold decompositions, run through the real Search-o1 engine and verified."""
-    from synth.demos import DemoOptions, Vocab, run_demos
+    from synth.demos import DemoOptions, run_demos
 
     removed_flags({"--top-k": (top_k, "--k (documents per search)")})
     if limit is not None and limit < 1:
@@ -63,19 +64,61 @@ def demos(
                           "(nothing was written)")
     options = DemoOptions(wordings=tuple(w.strip() for w in wordings.split(",") if w.strip()),
                           ks=_ints(k, "k"), max_variants=variants, corpus=corpus)
-    if backend:
-        from agentic_infer.backends import load_llm
-
-        vocab = Vocab(load_llm(backend))
-    else:
-        from agentic_infer.backends.tokenizer import load_tokenizer
-
-        vocab = Vocab(load_tokenizer(tokenizer))
-    stats = run_demos(task, data, out, vocab=vocab, limit=limit, options=options, overwrite=overwrite)
+    stats = run_demos(task, data, out, vocab=_vocab(tokenizer, backend), limit=limit, options=options,
+                      overwrite=overwrite)
     Console(stderr=True).print(
         f"demos: {stats['kept']} verified from {stats['questions']} questions ({stats['variants_tried']} variants "
         f"tried, rejected {stats['rejected']}, no plan {stats['no_plan']}); {stats['demos_per_min']} demos/min "
         f"-> {out}/trajectories.jsonl")
+
+
+def _vocab(tokenizer: str, backend: str | None):
+    from synth.demos import Vocab
+
+    if backend:
+        from agentic_infer.backends import load_llm
+
+        return Vocab(load_llm(backend))
+    from agentic_infer.backends.tokenizer import load_tokenizer
+
+    return Vocab(load_tokenizer(tokenizer))
+
+
+@synth_app.command("coa")
+def coa(
+    task: Annotated[str, typer.Option(help="Eval task whose loader reads --data (musique, hotpotqa, 2wiki).")],
+    data: Annotated[Path, typer.Option(help="Question file with decompositions or supporting facts.")],
+    out: Annotated[Path, typer.Option(help="Output directory: trajectories.jsonl, dropped.jsonl, stats.json.")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    k: Annotated[int, typer.Option("--k", help="Documents per search.")] = 3,
+    corpus: Annotated[str, typer.Option(help="question (its own paragraphs) | pooled (all loaded questions).")]
+    = "question",
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer + chat template: 'default' (embedded GGUF), a .gguf "
+                                                "or a local HF directory.")] = "default",
+    backend: Annotated[str | None, typer.Option(help="Take tokenizer and template from this backend URI "
+                                                     "instead of --tokenizer.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
+) -> None:
+    """Chain-of-Agents runs (teacher-free role graph) linearised into AFM trajectories, progressively filtered."""
+    import asyncio
+
+    from agentic_infer.tasks import get_task
+    from synth.coa import CoAOptions, build_coa, write_coa
+
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit {limit}: must be >= 1")
+    if (out / "trajectories.jsonl").exists() and not overwrite:
+        raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
+                          "(nothing was written)")
+    options = CoAOptions(k=k, corpus=corpus)
+    t = get_task(task)
+    result = asyncio.run(build_coa(t.load(data, limit=limit), _vocab(tokenizer, backend), options, task=t.name))
+    write_coa(out, result, overwrite=overwrite)
+    s = result.stats
+    Console(stderr=True).print(
+        f"coa: {s['kept']} kept of {s['built']} runs from {s['questions']} questions ({s['kept_with_reflection']} "
+        f"with a reflection; dropped {s['dropped'] or 'none'}; no plan {s['no_plan'] or 'none'}); "
+        f"{s['ms_per_row']} ms/row -> {out}/trajectories.jsonl")
 
 
 @synth_app.command("export")

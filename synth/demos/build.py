@@ -181,7 +181,7 @@ async def build_demo(plan: GoldPlan, retriever: Any, vocab: Vocab, variant: Mapp
     return traj, reason
 
 
-def _pooled_index(examples: Sequence[Mapping[str, Any]]) -> BM25Index:
+def pooled_index(examples: Sequence[Mapping[str, Any]]) -> BM25Index:
     docs: dict[str, Document] = {}
     for ex in examples:
         for d in question_paragraphs(ex.get("raw", ex)):
@@ -201,7 +201,7 @@ async def build_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, optio
     rejected: Counter[str] = Counter()
     tried = 0
     questions_kept = 0
-    pooled = _pooled_index(examples) if options.corpus == "pooled" else None
+    pooled = pooled_index(examples) if options.corpus == "pooled" else None
     for ex in examples:
         plan, why = gold_plan(ex)
         if plan is None:
