@@ -6,7 +6,8 @@
 Search-o1 over each question's own paragraphs (`corpus: per-question`, BM25) on the dev files (HotpotQA 150,
 MuSiQue 150, 2Wiki 150). The base gets the demo's prompting help (worked example, a forced first search tag,
 Reason-in-Documents capped at 128 tokens as in `make demo`: its best setting); each distilled policy
-(`runs/distill/policy.gguf`, and the SFT-only one, `sft/model/policy.gguf`) gets the plain prompt with the
+(`runs/distill/policy.gguf`, the SFT-only one, `sft/model/policy.gguf`, and the expert-iteration one,
+`expert/model/policy.gguf`) gets the plain prompt with the
 settings its demonstrations were built with (`agentic_infer.engines.search_o1.plain_options`). Every
 generation is capped at 256 tokens, and llama.cpp generates on every core (`n_threads`, at most 8; its own
 default is half the cores, one here: two threads ran the base setting 17% faster on these 2 cores with the same
@@ -38,7 +39,8 @@ def compare_spec(s: DistillSettings) -> dict[str, Any]:
     plain = {**plain_options(**s.engine_options), "sampling": {"max_tokens": MAX_TOKENS}}
     threads = f"?n_threads={THREADS}"
     policies: dict[str, Any] = {"base": {"backend": f"llamacpp://default{threads}", "settings": BASE_SETTINGS}}
-    for name, gguf in (("sft", Path(s.out) / "sft" / "model" / "policy.gguf"), ("distilled", Path(s.out) / "policy.gguf")):
+    for name, gguf in (("sft", Path(s.out) / "sft" / "model" / "policy.gguf"), ("distilled", Path(s.out) / "policy.gguf"),
+                       ("expert", Path(s.out) / "expert" / "model" / "policy.gguf")):
         if gguf.is_file():
             policies[name] = {"backend": f"llamacpp://{gguf.resolve()}{threads}", "settings": copy.deepcopy(plain)}
     return {"out": str(Path(s.out) / "eval"), "engine": "search-o1", "corpus": "per-question", "base": "base",

@@ -34,7 +34,19 @@ def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
                 f"reward {grpo.get('reward')}, precision {grpo.get('precision')}; "
                 f"rollouts {_num(timings.get('engine_s'))} s of {_num(grpo.get('train_s'))} s",
         "gguf": f"{summaries.get('gguf', {}).get('gguf')} (SFT-only: {sft.get('gguf')})",
+        "expert": _expert(summaries.get("expert", {})),
     }
+
+
+def _expert(e: dict[str, Any]) -> str:
+    if not e.get("questions", 1):
+        return "skipped (expert_questions=0)"
+    rs = e.get("sampling", {})
+    head = (f"sampled the SFT policy {rs.get('samples', 0)} times on {rs.get('questions', 0)} train questions, "
+            f"{rs.get('kept', 0)} verified correct kept ({e.get('rows', 0)} rows within max_length)")
+    if not e.get("trained"):
+        return head + "; no correct sample, so no retraining (no expert policy)"
+    return head + f"; SFT from the SFT weights: {e.get('steps')} steps, loss {_num(e.get('train_loss'))} -> {e.get('gguf')}"
 
 
 def _num(v: Any) -> str:

@@ -33,12 +33,16 @@ def test_quick_recipe_runs_every_stage_and_resumes(tmp_path):
     assert result["sft"]["steps"] == 2 and result["grpo"]["steps"] == 1
     assert result["data"]["dev_overlap_dropped"] == 0 and result["filter"]["dropped"]["not_plain_prompt"] == 0
     assert result["data"]["rejection_sampling"]["samples"] == 1  # the base itself was sampled
+    expert = result["expert"]  # expert iteration sampled the SFT policy; it retrains only on a correct sample
+    assert expert["sampling"]["samples"] == 1 and expert["policy_sampled"].endswith("sft/model/policy.gguf")
+    assert expert["trained"] == (expert["rows"] > 0) == (out / "expert" / "model" / "policy.gguf").is_file()
     assert first[0].startswith("[distill] training with precision=")  # resolved once, printed first
     precision = result["sft"]["precision"]
     assert precision == result["grpo"]["precision"] and precision.split()[0] in ("fp32", "bf16")
     report = (out / "report.md").read_text()
     assert f"full, precision {precision}" in report and f"precision {precision}; rollouts" in report
     assert "| sft |" in report and "## GRPO (per step)" in report and "## SFT loss" in report
+    assert "| expert |" in report and "sampled the SFT policy 1 times" in report
     assert "![sft_loss](report/sft_loss.png)" in report and (out / "report" / "grpo.png").stat().st_size > 1000
     for stage in STAGES:
         assert json.loads((out / stage / "done.json").read_text())["config_hash"]

@@ -88,9 +88,11 @@ def test_filter_keeps_verified_rows_within_the_length_bound(tmp_path):
 def test_stage_hashes_chain():
     a = stage_hashes(S)
     b = stage_hashes(replace(S, sft_lr=1e-4))
-    assert [a[k] == b[k] for k in recipe.STAGES] == [True, True, False, False, False, False]
+    assert [a[k] == b[k] for k in recipe.STAGES] == [True, True, False, False, False, False, False]
     c = stage_hashes(replace(S, precision="fp32"))  # precision trains SFT (and GRPO after it) differently
-    assert [a[k] == c[k] for k in recipe.STAGES] == [True, True, False, False, False, False]
+    assert [a[k] == c[k] for k in recipe.STAGES] == [True, True, False, False, False, False, False]
+    e = stage_hashes(replace(S, expert_samples=4))  # only the expert-iteration branch reruns
+    assert [a[k] == e[k] for k in recipe.STAGES] == [True, True, True, True, True, False, False]
     assert stage_hashes(replace(S, threads=1)) == a
     with pytest.raises(ConfigError, match="precision='float32'"):
         DistillSettings(precision="float32")
@@ -144,3 +146,43 @@ def test_compare_spec_gives_the_base_its_help_and_the_policies_the_plain_prompt(
     path = evaluate.write_compare_spec(replace(S, out=str(tmp_path)))
     assert path == tmp_path / "compare.yaml" and "policies:" in path.read_text()
 
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_expert_iteration_samples_the_sft_policy_and_trains_on_its_correct_rollouts(tmp_path, vocab, hf_smollm2,
+                                                                                   monkeypatch):
+    """The stage samples `sft/model/policy.gguf` (not the base), writes the correct rollouts as rows and trains
+    from the SFT weights on them; with no correct sample nothing is trained."""
+    from agentic_infer.assets import cache_dir
+    from agentic_infer.backends.llamacpp import default_model_path
+
+    sft_dir = tmp_path / "sft"
+    sft_dir.mkdir()
+    (sft_dir / "model").symlink_to(cache_dir() / "test-models" / f"{default_model_path().stem}-hf-f32")
+    [(_, examples)] = load_train_questions((S.sources[1],), S.data_dir, limit=6)
+    correct = asyncio.run(build_plain_demos(examples, vocab, S.engine_options))[0][:1]  # verified, as a sampled row
+    asked = []
+
+    def sampler(s, model, picked, *, samples):
+        asked.append((model, len(picked), samples))
+        return (list(correct), {"questions": len(picked), "samples": samples * len(picked), "kept": len(correct)})
+
+    monkeypatch.setattr(recipe, "sample_rollouts", sampler)
+    s = replace(S, expert_questions=2, expert_samples=3, expert_epochs=1.0, gguf="none", sft_grad_accum=1,
+                sft_save_steps=100)
+    d = tmp_path / "expert"
+    d.mkdir()
+    out = recipe.stage_expert(s, d, sft_dir, compute=recipe.resolve_compute("fp32", 2))
+    assert asked == [(str(sft_dir / "model" / "policy.gguf"), 2, 3)]
+    assert out["trained"] and out["rows"] == len(correct) >= 1 and out["steps"] == len(correct), (out, len(correct))
+    rows = [json.loads(line) for line in (d / "sft.jsonl").open()]
+    assert [r["input_ids"][:len(t.segments[0].token_ids)] for r, t in zip(rows, correct)] == [
+        t.segments[0].token_ids for t in correct]
+    from test_distill_quick import changed_tensors
+
+    assert changed_tensors(sft_dir / "model", d / "model")  # trained from the SFT weights on those rows
+    correct.clear()
+    empty = tmp_path / "expert2"
+    empty.mkdir()
+    out = recipe.stage_expert(s, empty, sft_dir, compute=recipe.resolve_compute("fp32", 2))
+    assert out["trained"] is False and not (empty / "model").exists()
