@@ -64,6 +64,9 @@ def _head_tail_sha(path: Path, span: int = 8 << 20) -> str:
 
 
 def model_info(llm: Any, uri: str | None) -> dict[str, Any]:
+    """The model behind a run: its URI, class, file size and hash, and the `lineage.json` of a trained policy."""
+    from agentic_infer.lineage import read_policy_lineage
+
     info: dict[str, Any] = {"uri": uri, "class": type(llm).__name__}
     for attr in ("model", "model_name", "model_path", "path"):
         v = getattr(llm, attr, None)
@@ -73,6 +76,8 @@ def model_info(llm: Any, uri: str | None) -> dict[str, Any]:
             if p.is_file():
                 info["size_bytes"] = p.stat().st_size
                 info["sha256_head_tail"] = _head_tail_sha(p)
+            if p.exists() and (lineage := read_policy_lineage(p)) is not None:
+                info["lineage"] = lineage  # what the policy was trained on (agentic_infer.lineage)
     if type(llm).__name__ == "FakeLLM":
         info["note"] = "scripted FakeLLM (tests)"
     return info

@@ -26,17 +26,21 @@ Formats (one row per trajectory, except verl-rl: one per question):
   `extra_info {index, id, question, split}`. `{target: [...]}` is what verl's own Search-R1 scorer reads
   (`verl.utils.reward_score.search_r1_like_qa_em`: `ground_truth["target"]`) and what
   `train.rewards.adapters.verl_compute_score` unpacks; `train.verl_export` writes its rows with the same function.
+Every `messages` / `tokenized` row carries `metadata["lineage"]` (`agentic_infer.lineage.lineage_of`: where the
+trajectory came from), a verl-sft row the same as JSON in `extra_info["lineage"]`.
 JSONL is written for `messages` / `tokenized` unless PATH ends in `.parquet`; verl formats are parquet.
 Not covered: sharding large exports, HF `datasets` push (see the pipeline's writers).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from agentic_infer.lineage import lineage_of
 from agentic_infer.runner import atomic_open, iter_jsonl, write_jsonl
 from agentic_infer.types import Rollout, Trajectory
 from agentic_infer.views import DEFAULT_APPEND_EOS, AppendEos, sft_row
@@ -73,14 +77,15 @@ def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
 def messages_row(traj: Trajectory) -> dict[str, Any]:
     msgs = [{"role": m["role"], "content": m.get("content", ""), "trainable": m["role"] == "assistant"}
             for m in traj.chat_messages()]
-    return {"id": traj.id, "group_id": traj.group_id, "messages": msgs, "rewards": dict(traj.rewards)}
+    return {"id": traj.id, "group_id": traj.group_id, "messages": msgs, "rewards": dict(traj.rewards),
+            "metadata": {"lineage": lineage_of(traj)}}
 
 
 def tokenized_row(traj: Trajectory, *, eos_token_id: int | None = None, append_eos: AppendEos = DEFAULT_APPEND_EOS,
                   max_length: int | None = None, allow_inexact: bool = False) -> dict[str, Any]:
     row = sft_row(traj, eos_token_id=eos_token_id, append_eos=append_eos, max_length=max_length,
                   allow_inexact=allow_inexact)
-    return {"id": traj.id, "group_id": traj.group_id, **row}
+    return {"id": traj.id, "group_id": traj.group_id, **row, "metadata": {"lineage": lineage_of(traj)}}
 
 
 def end_of_turn_id(tokenizer: str) -> int:
@@ -102,7 +107,8 @@ def _source(traj: Trajectory) -> str:
 
 def verl_sft_row(traj: Trajectory) -> dict[str, Any]:
     return {"messages": [{"role": m["role"], "content": m.get("content", "")} for m in traj.chat_messages()],
-            "data_source": _source(traj), "extra_info": {"id": traj.id, "group_id": traj.group_id or ""}}
+            "data_source": _source(traj), "extra_info": {"id": traj.id, "group_id": traj.group_id or "",
+                                                         "lineage": json.dumps(lineage_of(traj), default=str)}}
 
 
 def _gold(traj: Trajectory) -> list[str]:

@@ -56,6 +56,8 @@ def select_sft(groups: Sequence[Sequence[Trajectory]], *, metric: str = "em", th
         for rank, t in enumerate(ok):
             t.metadata["sft_rank"] = rank
             t.metadata["confidence"] = mean_logprob(t)
+            t.metadata["lineage"] = {"source": t.group_id, "engine": t.engine, "operator": "rejection_sampling",
+                                     "parents": [], "filter": f"{metric} >= {threshold}, finished, rank {rank}"}
             (kept.append(t) if rank < per_question else dropped.append((t, "not_most_confident")))
     return kept, dropped
 

@@ -16,7 +16,9 @@ Packing is off by default (it would let one trajectory attend to another's obser
 padding-free position ids are used). LoRA (`lora=true`) goes through peft and is merged before saving.
 Precision and threads are `precision` (auto | fp32 | bf16 | fp16: fp32 weights, bf16/fp16 autocast) and
 `threads` (torch threads), resolved once per run by `train.precision` and recorded in the result (`compute`).
-`out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`) and `out/sft_result.json`.
+`out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`), `out/sft_result.json` and
+`out/lineage.json` (the data's origins, `agentic_infer.lineage`: rows by operator, engine and backend, distinct
+sources, the file's sha256; an eval run of the policy records it).
 Not covered: multi-GPU launch (see `train.launch`), DPO / preference data.
 """
 
@@ -99,6 +101,7 @@ class SFTResult:
     history: list[dict[str, float]] = field(default_factory=list)  # the trainer's logged steps (loss curve)
     resumed_from: str | None = None  # the checkpoint this run continued (train_seconds then counts the rest)
     compute: dict[str, Any] = field(default_factory=dict)  # resolved precision and threads, with reasons
+    data_lineage: dict[str, Any] = field(default_factory=dict)  # the data's origins (agentic_infer.lineage)
 
 
 def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = None, append_eos: str | None = None,
@@ -142,6 +145,18 @@ def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = 
     if len(kinds) > 1:
         raise ConfigError(f"--data {str(p)!r} mixes tokenized records and messages; use one kind per file")
     return rows, kinds.pop()
+
+
+def data_lineage(path: str | Path) -> dict[str, Any]:
+    """The origins of an SFT data file: `summarize_lineage` over its records (a row's `metadata["lineage"]`, a
+    trajectory's own), with the file's path and sha256."""
+    import hashlib
+
+    from agentic_infer.lineage import record_lineage, summarize_lineage
+
+    p = Path(path).expanduser().resolve()
+    lineages = [record_lineage(d) for _, d in iter_jsonl(p, "one record a line")]
+    return summarize_lineage(lineages, path=str(p), sha256=hashlib.sha256(p.read_bytes()).hexdigest())
 
 
 def _sft_trajectories(rollout: Rollout) -> list[Trajectory]:
@@ -202,6 +217,7 @@ def last_checkpoint(folder: str | Path) -> str | None:
 def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTResult:
     """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`;
     `compute`: precision and threads already resolved by a caller (default: resolved here, once)."""
+    from agentic_infer.lineage import write_policy_lineage
     from train.model_io import export_gguf, load_trainable, save_checkpoint
 
     if not settings.data:
@@ -226,7 +242,9 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
     result = SFTResult(out=str(dest), gguf=gguf, steps=int(out.global_step), rows=len(rows), tokens=tokens,
                        train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()},
                        sequence_tokens=sum(len(r["input_ids"]) for r in rows) if kind == "tokens" else 0,
-                       history=history, resumed_from=resume, compute=compute.record())
+                       history=history, resumed_from=resume, compute=compute.record(),
+                       data_lineage=data_lineage(settings.data))
+    write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model)
     (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
                                                      default=str))
     return result

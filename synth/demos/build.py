@@ -176,7 +176,9 @@ async def build_demo(plan: GoldPlan, retriever: Any, vocab: Vocab, variant: Mapp
         "demo": {"source": plan.source, "variant": dict(variant), "corpus": options.corpus,
                  "hops": [{"title": h.title, "query": h.query(variant["wording"]), "answer": h.answer,
                            "evidence": list(h.evidence)} for h in hops],
-                 "verified": reason is None, "reason": reason, "vocab": vocab.source}})
+                 "verified": reason is None, "reason": reason, "vocab": vocab.source},
+        "lineage": {"source": plan.example_id, "task": task, "engine": "search-o1/scripted", "operator": "gold_demo",
+                    "parents": [], "variant": dict(variant), "filter": reason or "verified", "vocab": vocab.source}})
     traj.usage.llm_calls = 0  # nothing was sampled: the turns are scripted
     return traj, reason
 

@@ -232,6 +232,7 @@ def sample_rollouts(s: DistillSettings, model: str, picked: list[tuple[str, dict
 
 
 def stage_filter(s: DistillSettings, d: Path, data_dir: Path) -> dict[str, Any]:
+    from agentic_infer.lineage import lineage_of
     from agentic_infer.runner import iter_jsonl
     from agentic_infer.types import Trajectory
     from train.core.masks import sft_row
@@ -266,8 +267,9 @@ def stage_filter(s: DistillSettings, d: Path, data_dir: Path) -> dict[str, Any]:
     if len(rest) < s.grpo_questions:  # too few held back: reuse trained questions (recorded)
         rest += [t for t, _ in chosen][: s.grpo_questions - len(rest)]
     with (d / "sft.jsonl").open("w", encoding="utf-8") as f:
-        for _, row in chosen:
-            f.write(json.dumps({"input_ids": row["input_ids"], "labels": row["labels"]}) + "\n")
+        for t, row in chosen:
+            f.write(json.dumps({"input_ids": row["input_ids"], "labels": row["labels"],
+                                "metadata": {"lineage": lineage_of(t)}}) + "\n")
     with (d / "grpo.jsonl").open("w", encoding="utf-8") as f:
         for t in rest:
             f.write(json.dumps({"question": t.metadata["question"], "answer": t.metadata["gold"][0],
@@ -292,6 +294,7 @@ def stage_sft(s: DistillSettings, d: Path, filter_dir: Path, *, compute: Compute
     shutil.rmtree(d / "model" / "trainer", ignore_errors=True)  # the resume checkpoints (~1.6 GB), no longer needed
     epochs = res.metrics.get("epoch") or s.sft_epochs
     return {"steps": res.steps, "rows": res.rows, "trained_tokens": res.tokens, "train_s": round(res.train_seconds, 1),
+            "data_lineage": res.data_lineage,
             "train_loss": res.metrics.get("train_loss"), "mode": "lora" if s.lora else "full",
             "precision": str(compute.precision), "threads": compute.threads,
             "tokens_per_s": round(res.sequence_tokens * epochs / res.train_seconds, 1) if res.train_seconds else None,
@@ -387,16 +390,17 @@ def stage_expert(s: DistillSettings, d: Path, sft_dir: Path, *, compute: Compute
     sampled, sampling = sample_rollouts(s, str(policy), picked, samples=s.expert_samples)
     vocab = model_vocab(s.model)
     eos = vocab.tokenizer.encode(vocab.end_of_turn())
-    rows = [sft_row(t, eos_token_id=eos[0] if len(eos) == 1 else None, append_eos="finished") for t in sampled]
-    kept = [r for r in rows if len(r["input_ids"]) <= s.max_length]
     with (d / "sampled.jsonl").open("w", encoding="utf-8") as f:
         for t in sampled:
             t.metadata["lineage"] = {"source": t.group_id, "engine": "search-o1", "backend": str(policy),
                                      "operator": "expert_iteration", "parents": [], "filter": "em=1, finished"}
             f.write(t.to_json() + "\n")
+    rows = [(t, sft_row(t, eos_token_id=eos[0] if len(eos) == 1 else None, append_eos="finished")) for t in sampled]
+    kept = [(t, r) for t, r in rows if len(r["input_ids"]) <= s.max_length]
     with (d / "sft.jsonl").open("w", encoding="utf-8") as f:
-        for r in kept:
-            f.write(json.dumps({"input_ids": r["input_ids"], "labels": r["labels"]}) + "\n")
+        for t, r in kept:
+            f.write(json.dumps({"input_ids": r["input_ids"], "labels": r["labels"],
+                                "metadata": {"lineage": t.metadata["lineage"]}}) + "\n")
     out = {"policy_sampled": str(policy), "sampling": sampling, "rows": len(kept),
            "too_long": len(rows) - len(kept), "trained": bool(kept)}
     if not kept:

@@ -102,6 +102,11 @@ def write_report(s: Any, summaries: dict[str, dict[str, Any]], path: Path, *, pl
         lines.append(f"| {name} | {v['questions']} | {v['verified']} | {v['rejected']} | {v['dev_overlap_dropped']} |")
     rs = summaries.get("data", {}).get("rejection_sampling", {})
     lines += ["", f"Rejection sampling: {rs}"]
+    origin = summaries.get("sft", {}).get("data_lineage", {})
+    if origin:
+        lines += ["", f"SFT data `{origin.get('data')}` (sha256 {str(origin.get('sha256'))[:12]}): {origin.get('rows')} "
+                      f"rows from {origin.get('sources')} source questions; by operator {origin.get('by_operator')}, "
+                      f"by engine {origin.get('by_engine')}"]
     hist = summaries.get("sft", {}).get("history", [])
     lines += ["", "## SFT loss (per logged step)", "", "| step | loss | lr | grad norm | token accuracy |",
               "|---|---|---|---|---|"]

@@ -4,6 +4,7 @@ the end-to-end command path (HF checkpoint + GGUF whose greedy output matches th
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
@@ -100,11 +101,16 @@ def test_train_sft_end_to_end_gguf_round_trip(tmp_path, tiny_dir, tokenizer, tra
     from train.sft import SFTSettings, train_sft
 
     t = traj_factory("What is the capital of France?", [("model", "The capital of France is Paris.")])
+    t.metadata["lineage"] = {"source": "q1", "engine": "chain-of-agents/teacher-free", "operator": "coa_linearise"}
     data = write_jsonl(tmp_path / "d.jsonl", [t.to_dict()])
     out = tmp_path / "out"
     settings = build_config(SFTSettings, overrides={"model": f"hf://{tiny_dir}", "data": str(data), "out": str(out),
                                                     "max_steps": 40, "learning_rate": 3e-2, "gguf": "f32"})
     result = train_sft(settings)
+    lineage = json.loads((out / "lineage.json").read_text())  # the data's origins travel with the policy
+    [used] = lineage["datasets"]
+    assert used["by_operator"] == {"coa_linearise": 1} and used["sources"] == 1 and used == result.data_lineage
+    assert used["sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
     assert result.steps == 40 and result.gguf == str(out / "policy.gguf") and (out / "sft_result.json").exists()
     before = AutoModelForCausalLM.from_pretrained(str(tiny_dir)).state_dict()
     after = AutoModelForCausalLM.from_pretrained(str(out)).state_dict()
@@ -116,6 +122,9 @@ def test_train_sft_end_to_end_gguf_round_trip(tmp_path, tiny_dir, tokenizer, tra
     [a] = asyncio.run(hf.generate(prompt, params))
     [b] = asyncio.run(gg.generate(prompt, params))
     assert a.token_ids == b.token_ids and "Paris" in a.text  # learned, and the GGUF serves the same policy
+    from eval.summary import model_info  # what an eval run of the GGUF records about it
+
+    assert model_info(gg, f"llamacpp://{out / 'policy.gguf'}")["lineage"] == lineage
 
 
 def test_lora_is_merged_before_saving(tmp_path, tiny_dir, tokenizer, traj_factory):
