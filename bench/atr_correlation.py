@@ -1,9 +1,9 @@
 """Atom-Searcher's Atomic Thought Reward against the outcome: does ATR rank trajectories as final F1 does?
 
-    .venv/bin/python bench/atr_correlation.py [--backend URI] [--limit 40] [--out runs/atom/musique-dev]
+    .venv/bin/python bench/atr_correlation.py [--backend URI] [--limit 150] [--out runs/atom/musique-dev]
 
 Runs `agentic eval run --task musique --data musique_ans_dev_150.jsonl --engine search-o1 --set
-dialect=atom_searcher ...` (the Atom-Searcher dialect: JSON web_search calls, a pre-filled `<think>`, atomic
+dialect=atom_searcher --set worked_example=true --corpus per-question ...` (BM25 over each question's own paragraphs; the Atom-Searcher dialect: JSON web_search calls, a pre-filled `<think>`, atomic
 thoughts as the model's own tags; eval resumes a stopped run), then scores every trajectory with the offline RRM
 against its gold decomposition (`train.rewards.atomic.OfflineRRM`), with atomic thoughts and with the paper's
 ablation (the whole `<think>` as one atom), and reports Spearman's rho between ATR and F1 over the trajectories
@@ -31,7 +31,8 @@ from synth.demos.plans import gold_plan  # noqa: E402
 from train.rewards.atomic import OfflineRRM, atomic_thought_reward  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop" / "musique_ans_dev_150.jsonl"
-ENGINE_SETTINGS = ("dialect=atom_searcher", "k=3", "passage_chars=400", "max_searches=4", "sampling.max_tokens=200")
+ENGINE_SETTINGS = ("dialect=atom_searcher", "worked_example=true", "k=3", "passage_chars=400", "max_searches=4",
+                   "sampling.max_tokens=200")
 
 
 def ranks(x: np.ndarray) -> np.ndarray:
@@ -62,7 +63,8 @@ def bootstrap_rho(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, seed: int
 
 def run_eval(args: argparse.Namespace) -> None:
     cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", "musique", "--data", str(args.data),
-           "--engine", "search-o1", "--backend", args.backend, "--limit", str(args.limit), "--out", str(args.out),
+           "--engine", "search-o1", "--corpus", "per-question", "--backend", args.backend, "--limit", str(args.limit),
+           "--out", str(args.out),
            "--quiet"]
     for kv in ENGINE_SETTINGS:
         cmd += ["--set", kv]
@@ -82,7 +84,7 @@ def analyse(args: argparse.Namespace) -> dict:
         text = t.completion_text
         atoms = OfflineRRM(plan).score(text)
         whole = OfflineRRM(plan, whole_think=True).score(text)
-        rows.append({"id": r.example_id, "f1": score("f1", r.answer, ex["gold"]).score,
+        rows.append({"id": r.example_id, "f1": float(score("f1", r.answer, ex["gold"])) if r.answer else 0.0,
                      "atr": atomic_thought_reward(atoms), "atr_whole": atomic_thought_reward(whole),
                      "tags": Counter(a.tag for a in atoms), "scored": sum(a.score is not None for a in atoms)})
     out = {"n": len(rows), "backend": args.backend, "engine_settings": list(ENGINE_SETTINGS),
@@ -103,7 +105,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="llamacpp://default?n_threads=2")
     p.add_argument("--data", type=Path, default=DATA)
-    p.add_argument("--limit", type=int, default=40)
+    p.add_argument("--limit", type=int, default=150)
     p.add_argument("--out", type=Path, default=Path("runs/atom/musique-dev"))
     args = p.parse_args()
     run_eval(args)

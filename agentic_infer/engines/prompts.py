@@ -70,6 +70,14 @@ WORKED_EXAMPLES = {
         "<|begin_search_result|>Paris is the capital of France.<|end_search_result|>\n\n"
         "The Eiffel Tower is in Paris, which is in France. \\boxed{France}"
     ),
+    "atom_searcher": (
+        "Example:\nQuestion: Who wrote the novel that the film Blade Runner is based on?\n"
+        "<think><PLAN>Find the novel behind Blade Runner, then its author.</PLAN></think>\n"
+        "<tool_call>{\"name\": \"web_search\", \"arguments\": {\"query\": \"Blade Runner based on novel\"}}"
+        "</tool_call>\n<tool_response>\nBlade Runner is based on the novel Do Androids Dream of Electric Sheep? by "
+        "Philip K. Dick.\n</tool_response>\n<think><VERIFICATION>The result names the novel and its author, Philip K. "
+        "Dick.</VERIFICATION></think>\n<answer>Philip K. Dick</answer>"
+    ),
     "search_r1": (
         "Example:\nQuestion: Who wrote the novel that the film Blade Runner is based on?\n"
         "<think>I need the novel behind Blade Runner.</think>\n<search>Blade Runner film based on novel</search>\n\n"

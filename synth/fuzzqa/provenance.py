@@ -155,7 +155,8 @@ def fuzz_triples(triples: Sequence[Triple], detail: str, description: str) -> li
 
 
 def qa_row(version: Version, *, seed_id: str, source: str) -> dict[str, Any]:
-    """The final QA as a HotpotQA record {_id, question, answer, context, supporting_facts} plus provenance keys:
+    """The final QA as a HotpotQA record {_id, question, answer, context, supporting_facts} plus provenance keys
+    and `lineage` (seed, the action that made this version, its parent version, every gate's verdict):
     `agentic eval run --task hotpotqa --data qa.jsonl` reads it (its context is the per-question corpus)."""
     context: list[list[Any]] = []
     facts: list[list[Any]] = []
@@ -165,4 +166,7 @@ def qa_row(version: Version, *, seed_id: str, source: str) -> dict[str, Any]:
     return {"_id": f"fuzzqa-{seed_id}", "question": version.question, "answer": version.answer,
             "type": "fuzzqa", "level": f"{version.hops}-hop", "context": context, "supporting_facts": facts,
             "hops": version.hops, "triples": [t.text for t in version.triples],
-            "evidence_ids": [e.doc_id for e in version.evidence], "source": source}
+            "evidence_ids": [e.doc_id for e in version.evidence], "source": source,
+            "lineage": {"source": seed_id, "engine": "fuzzqa", "operator": version.action, "parents":
+                        [] if version.parent is None else [f"fuzzqa-{seed_id}/v{version.parent}"],
+                        "gates": {g.gate: g.keep for g in version.gates}, "origin": source}}

@@ -39,6 +39,11 @@ def test_output_loads_through_the_hotpotqa_task_and_stats_hold_the_funnel(tmp_pa
     assert all(x["gold"] == ["Warsaw"] and x["id"].startswith("fuzzqa-") for x in loaded)
     row = qa[0]
     assert len(row["context"]) == row["hops"] == len(row["evidence_ids"]) == 2 and row["triples"]
+    final = next(v for r in prov if f"fuzzqa-{r['seed_id']}" == row["_id"] for v in r["versions"]
+                 if v["status"] == "final")
+    assert row["lineage"]["gates"] == {g["gate"]: g["keep"] for g in final["gates"]} and all(
+        row["lineage"]["gates"].values())  # every gate the QA passed, read back from its provenance record
+    assert row["lineage"]["operator"] == final["action"] and row["lineage"]["engine"] == "fuzzqa"
     assert {d.title for d in pooled(tmp_path / "qa.jsonl")} >= {c[0] for c in row["context"]}
     # the funnel: every gate's in -> out, drops by reason, consistent with the records
     gates = stats["gates"]
