@@ -29,7 +29,9 @@ Rows without advantage (a zero-variance group's) are left out of the loss's forw
 `diag/trained_rows` logs the share kept) unless β > 0, `aepo_alpha` > 0 or several processes train;
 `skip_zero_advantage=False` runs every row.
 Every step logs `train.core.diagnostics` (`diag/reward_mean`, `diag/zero_std_share`, ...; with branched rollouts
-`diag/branch_share`, the share of the step's episodes that are branches) and warns on
+`diag/branch_share`, the share of the step's episodes that are branches; with the engine's trajectories
+`diag/tool_call_rate` and `diag/tool_calls`, the share of episodes that called a tool and the calls per episode,
+where tool-use collapse under outcome-only RL shows) and warns on
 RAGEN's echo trap; every `mi_every` steps (RAGEN-2's 5; 0 = off) it logs RAGEN-2's mutual-information proxy
 of the batch (`diag/mi`, `diag/mi_retrieval_acc`, `train.grpo.probes`: no gradient, at most 64 × 16 scored
 sequences).
@@ -51,6 +53,7 @@ from agentic_infer.errors import ConfigError
 from agentic_infer.types import Rollout, Trajectory
 from train.grpo.rollout import trajectories_of
 from train.grpo.trained_rows import trained_mask, trained_rows
+from train.rewards.tool_use import tool_counts
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +216,9 @@ class AgenticGRPOTrainer(GRPOTrainer):
         if all(isinstance(x.get("trajectory"), Trajectory) for x in inputs):
             trajs = trajectories_of(inputs)
             self._log_anchor_share(mode, trajs, group_size)
+            calls = [tool_counts(t)[0] for t in trajs]  # the tool-use-collapse watch (verl #1569, ReCall #76)
+            self._metrics[mode]["diag/tool_call_rate"].append(sum(c > 0 for c in calls) / len(calls))
+            self._metrics[mode]["diag/tool_calls"].append(sum(calls) / len(calls))
             if getattr(self.rollout_func, "branching", "none") != "none":  # the episodes that are ARPO/AEPO branches
                 self._metrics[mode]["diag/branch_share"].append(sum(t.parent_id is not None for t in trajs) / len(trajs))
         if mode == "train" and self.mi_every and self.state.global_step % self.mi_every == 0:

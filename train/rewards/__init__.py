@@ -54,6 +54,7 @@ from train.rewards.tool_use import (
     otc_ppo_reward,
     otc_productivity,
     otc_reward,
+    tool_call_bonus,
     torl_reward,
 )
 from train.rewards.toolrl import parse_tool_calls, toolrl_correctness, toolrl_reward
@@ -65,5 +66,5 @@ __all__ = ["afm_answer_reward", "afm_format", "afm_queries", "afm_web_reward", "
            "OfflineRRM", "otc_ppo_reward", "otc_productivity", "otc_reward", "parse_tool_calls",
            "planner_r1_reward", "process_weight", "r1_searcher_format", "r1_searcher_reward",
            "r1_searcher_stage", "repeated_query", "Reward", "RewardInput", "score_trajectory", "tag_sequence",
-           "toolrl_correctness", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
+           "toolrl_correctness", "tool_call_bonus", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
            "verl_compute_score"]

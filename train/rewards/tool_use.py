@@ -4,6 +4,7 @@ ARTIST's tool success ratio.
     torl_reward(RewardInput(r"... \boxed{4}", gold="4", trajectory=traj))   # +1 correct, −1 wrong, −0.5 if code failed
     otc_ppo_reward(correct=True, tool_calls=2, c=4)                       # cos(2π / (2·2 + 4)) ≈ 0.707
     artist_tool_success(traj)                                            # successful calls / calls
+    tool_call_bonus(RewardInput(text, trajectory=traj), bonus=0.1)       # +0.1 when the episode called a tool
 
 ToRL: +1 for a correct final answer, −1 otherwise; with `exec_penalty` (−0.5, ToRL's code-executability
 variant) added when any code call of the trajectory failed. OTC: tool productivity = correct answers /
@@ -75,5 +76,11 @@ def artist_tool_reward(inp: RewardInput) -> float:
     return artist_tool_success(inp.trajectory)
 
 
+def tool_call_bonus(inp: RewardInput, *, bonus: float = 0.1) -> float:
+    """`bonus` when the episode made at least one tool call, else 0 (a shaping term added to the outcome reward)."""
+    calls = tool_counts(inp.trajectory)[0] if inp.trajectory is not None else 0
+    return bonus if calls > 0 else 0.0
+
+
 __all__ = ["artist_tool_reward", "artist_tool_success", "otc_ppo_reward", "otc_productivity", "otc_reward",
-           "tool_counts", "torl_reward"]
+           "tool_call_bonus", "tool_counts", "torl_reward"]

@@ -122,6 +122,17 @@ def test_grpo_rewards_score_the_boxed_answer_the_policy_writes():
     rows = {"answer": ["Paris", "Paris"], "question": ["Capital of France?"] * 2}
     assert answer([done, done.replace("{Paris}", "{Lyon}")], **rows) == [1.0, 0.0]
     assert fmt([done], **{k: v[:1] for k, v in rows.items()}) == [1.0]
+    assert len(recipe.grpo_rewards("f1", 0.0)) == 2  # the shaping term only when asked for
+
+
+def test_the_tool_call_bonus_pays_episodes_that_searched():
+    """`grpo_tool_bonus`: + the bonus for an episode with a search step (its trajectory's steps), 0 without."""
+    from agentic_infer.types import Step, Trajectory
+
+    *_, bonus = recipe.grpo_rewards("f1", 0.1)
+    searched = Trajectory(steps=[Step(action="search", arguments={"query": "Paris"})])
+    rows = {"answer": ["Paris"] * 2, "question": ["Capital of France?"] * 2, "trajectory": [searched, Trajectory()]}
+    assert bonus(["x", "y"], **rows) == [0.1, 0.0]
 
 
 def test_compare_spec_gives_the_base_its_help_and_the_policies_the_plain_prompt(tmp_path):

@@ -258,3 +258,34 @@ def test_hard_attribution_trains_each_shared_token_once(tokenizer, tmp_path):
     # (rtol 1e-2: TRL 1.16 autocasts to bf16 on CPU by default, so rows differ in the third digit)
     assert unit_hard.abs().sum() > 0 and unit_hard.allclose(unit_soft, rtol=1e-2, atol=1e-6)
     assert not grads["hard"].allclose(grads["soft"], rtol=1e-2)
+
+
+@pytest.mark.parametrize("opened", [True, False])
+def test_the_tool_use_collapse_watch_logs_the_share_of_episodes_that_called_a_tool(tokenizer, tmp_path, opened,
+                                                                                  monkeypatch):
+    """`diag/tool_call_rate` / `diag/tool_calls`: every episode of the opened engine runs its forced code block
+    (the sandbox saw it), a random model alone never writes one."""
+    ran = []
+
+    async def counting(self, code):
+        from agentic_infer.tools.base import ToolResult
+
+        ran.append(code)
+        return ToolResult("1")
+
+    monkeypatch.setattr(EchoSandbox, "__call__", counting)
+    if not opened:  # the plain engine: the model's own turns only
+        def plain(llm, seed):
+            from agentic_infer.engines.tir import TIR, TIRConfig
+            from agentic_infer.types import SamplingParams
+
+            sampling = SamplingParams(max_tokens=4, temperature=1.0, logprobs=0, seed=seed)
+            return TIR(FenceStops(llm), EchoSandbox(), TIRConfig(max_turns=3, sampling=sampling))
+
+        monkeypatch.setitem(globals(), "engine", plain)
+    trainer = build(tokenizer, tmp_path, branching="none", options=None, estimator="grpo")
+    batch_of(trainer)
+    episodes = G * len(PROMPTS)
+    assert trainer._metrics["train"]["diag/tool_call_rate"] == [float(opened)]
+    assert trainer._metrics["train"]["diag/tool_calls"] == [len(ran) / episodes]
+    assert (len(ran) >= episodes) == opened
