@@ -54,11 +54,16 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def bootstrap_rho(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_rho(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """(low, high, share of resamples where rho is undefined): the percentile interval over the defined ones. A
+    high undefined share means the interval rests on the few items that vary (report it with the interval)."""
     rng = np.random.default_rng(seed)
     rhos = [spearman(a[i], b[i]) for i in rng.integers(0, len(a), size=(n_boot, len(a)))]
-    rhos = [r for r in rhos if not np.isnan(r)]
-    return (float(np.quantile(rhos, 0.025)), float(np.quantile(rhos, 0.975))) if rhos else (float("nan"),) * 2
+    ok = [r for r in rhos if not np.isnan(r)]
+    undefined = 1 - len(ok) / n_boot
+    if not ok:
+        return float("nan"), float("nan"), undefined
+    return float(np.quantile(ok, 0.025)), float(np.quantile(ok, 0.975)), undefined
 
 
 def run_eval(args: argparse.Namespace) -> None:
@@ -95,8 +100,9 @@ def analyse(args: argparse.Namespace) -> dict:
         kept = [r for r in rows if r[key] is not None]
         a, b = np.array([r[key] for r in kept]), np.array([r["f1"] for r in kept])
         rho = spearman(a, b) if len(kept) > 2 else float("nan")
-        out[key] = {"n_scored": len(kept), "no_scored_atom": len(rows) - len(kept), "rho": rho,
-                    "ci": bootstrap_rho(a, b) if len(kept) > 2 else (float("nan"),) * 2,
+        lo, hi, undefined = bootstrap_rho(a, b) if len(kept) > 2 else (float("nan"), float("nan"), 1.0)
+        out[key] = {"n_scored": len(kept), "no_scored_atom": len(rows) - len(kept), "rho": rho, "ci": [lo, hi],
+                    "undefined_resamples": undefined, "f1_positive": int((b > 0).sum()),
                     "mean": float(a.mean()) if len(kept) else float("nan")}
     return out
 
@@ -111,12 +117,12 @@ def main() -> None:
     run_eval(args)
     out = analyse(args)
     (args.out / "atr.json").write_text(json.dumps(out, indent=2))
-    print("| RRM | trajectories scored | no scored atom | mean ATR | Spearman rho (ATR, F1) [95% CI] |\n"
-          "|---|---|---|---|---|")
+    print("| RRM | trajectories scored | of them F1 > 0 | no scored atom | mean ATR | Spearman rho (ATR, F1) "
+          "[95% CI] | resamples with rho undefined |\n|---|---|---|---|---|---|---|")
     for key, name in (("atr", "atomic thoughts"), ("atr_whole", "whole <think> (ablation)")):
         s = out[key]
-        print(f"| {name} | {s['n_scored']} | {s['no_scored_atom']} | {s['mean']:.3f} | {s['rho']:.3f} "
-              f"[{s['ci'][0]:.3f}, {s['ci'][1]:.3f}] |")
+        print(f"| {name} | {s['n_scored']} | {s['f1_positive']} | {s['no_scored_atom']} | {s['mean']:.3f} | "
+              f"{s['rho']:.3f} [{s['ci'][0]:.3f}, {s['ci'][1]:.3f}] | {s['undefined_resamples']:.0%} |")
     print(f"\n{out['n']} trajectories, mean F1 {out['mean_f1']:.3f}; atoms per trajectory: {out['atoms_per_trajectory']}")
 
 
