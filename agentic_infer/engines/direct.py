@@ -25,6 +25,7 @@ from typing import Any
 
 from agentic_infer.backends.base import LLM, count_prompt_tokens, encode_prompt
 from agentic_infer.config import build_config
+from agentic_infer.engines import prompts
 from agentic_infer.engines.base import check_one_sample, single_rollout
 from agentic_infer.errors import AgenticError, ConfigError
 from agentic_infer.types import Message, Rollout, SamplingParams, Trajectory, Usage, trajectory_finish
@@ -63,6 +64,7 @@ class Direct:
         if not str(example.get("question", "")).strip():
             raise ConfigError(f"Direct: example {dict(example)!r} has no 'question'; pass {{'question': '...'}}")
         text = self.prompt(example) if callable(self.prompt) else self.prompt.format(question=example["question"])
+        text = prompts.with_guidance(text, example)
         return ([Message("system", self.system_prompt)] if self.system_prompt else []) + [Message("user", text)]
 
     async def run(self, example: Mapping[str, Any]) -> Rollout:

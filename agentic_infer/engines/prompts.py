@@ -1,10 +1,14 @@
 """Instructions for the search and code agents, one per dialect (our wording; the tags are the references').
 
-Placeholders: `{max_actions}`, and `{question}` in the question templates. `WORKED_EXAMPLES`
+Placeholders: `{max_actions}`, and `{question}` in the question templates. An example's `guidance` (notes
+from earlier attempts) is appended to the user message by `with_guidance`. `WORKED_EXAMPLES`
 holds a short demonstration per dialect that small models need before they use a tool at all.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 SEARCH_INSTRUCTIONS = {
     "search_o1": (
@@ -57,6 +61,14 @@ SEARCH_INSTRUCTIONS = {
 }
 
 QUESTION_TEMPLATE = "Question: {question}"
+GUIDANCE_TEMPLATE = "Notes from earlier attempts at this question (use them):\n{guidance}"
+
+
+def with_guidance(text: str, example: Mapping[str, Any]) -> str:
+    """`text` (a user message) followed by the example's `guidance`, when it has one (SE-Agent's operators write it:
+    `synth.evolve`); unchanged otherwise."""
+    guidance = str(example.get("guidance") or "").strip()
+    return f"{text}\n\n{GUIDANCE_TEMPLATE.format(guidance=guidance)}" if guidance else text
 
 WORKED_EXAMPLES = {
     "search_o1": (

@@ -142,7 +142,7 @@ class SearchO1(LoopEngine):
         if self.worked_example and self.dialect.name in prompts.WORKED_EXAMPLES:
             parts.append(prompts.WORKED_EXAMPLES[self.dialect.name])
         parts.append(prompts.QUESTION_TEMPLATE.format(question=example["question"]))
-        return [Message("user", "\n\n".join(parts))]
+        return [Message("user", prompts.with_guidance("\n\n".join(parts), example))]
 
     def start(self, example: Mapping[str, Any]) -> Episode:
         messages = self.messages(example)
