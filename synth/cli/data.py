@@ -97,9 +97,12 @@ def coa(
                                                 "or a local HF directory.")] = "default",
     backend: Annotated[str | None, typer.Option(help="Take tokenizer and template from this backend URI "
                                                      "instead of --tokenizer.")] = None,
+    mode: Annotated[str, typer.Option(help="teacher-free (roles from the gold decomposition) | llm (a model per "
+                                           "role: --role-backend).")] = "teacher-free",
+    role_backend: Annotated[str | None, typer.Option(help="Backend URI of every role in --mode llm.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
 ) -> None:
-    """Chain-of-Agents runs (teacher-free role graph) linearised into AFM trajectories, progressively filtered."""
+    """Chain-of-Agents runs (a LangGraph role graph) linearised into AFM trajectories, progressively filtered."""
     import asyncio
 
     from agentic_infer.tasks import get_task
@@ -110,9 +113,18 @@ def coa(
     if (out / "trajectories.jsonl").exists() and not overwrite:
         raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
                           "(nothing was written)")
-    options = CoAOptions(k=k, corpus=corpus)
+    options = CoAOptions(k=k, corpus=corpus, mode=mode)
+    if (mode == "llm") != (role_backend is not None):
+        raise ConfigError(f"--mode {mode} --role-backend {role_backend!r}: the llm mode needs --role-backend URI, "
+                          "the teacher-free mode takes none")
+    llms = None
+    if role_backend is not None:
+        from agentic_infer.backends import load_llm
+
+        llms = load_llm(role_backend)
     t = get_task(task)
-    result = asyncio.run(build_coa(t.load(data, limit=limit), _vocab(tokenizer, backend), options, task=t.name))
+    result = asyncio.run(build_coa(t.load(data, limit=limit), _vocab(tokenizer, backend), options, task=t.name,
+                                   llms=llms))
     write_coa(out, result, overwrite=overwrite)
     s = result.stats
     Console(stderr=True).print(

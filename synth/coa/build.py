@@ -12,7 +12,8 @@ progressive filter (`synth.coa.filters`) keeps it or names why not. Kept traject
 `metadata["lineage"]` (source item, engine, roles per turn, filter verdict) and `metadata["coa"]`; they are
 written as `synth demos` writes its own (`trajectories.jsonl` + `stats.json`, plus `dropped.jsonl`), so
 `agentic synth export` and `agentic train sft` read them unchanged.
-Not covered: the LLM mode of the roles (each role a backend of its own): only the teacher-free mode is built.
+`mode="llm"` asks a model per role instead (`synth.coa.graph.LLMRoles`), on the same questions (the gold plan
+then only judges: the filter's hops and answer check).
 """
 
 from __future__ import annotations
@@ -33,28 +34,33 @@ from agentic_infer.tools.retrieval.corpus import question_paragraphs
 from agentic_infer.types import SamplingParams, Trajectory
 from agentic_infer.verify import score, write_verdicts
 from synth.coa.filters import coa_filter
-from synth.coa.graph import WORDINGS, CoAPolicy
+from synth.coa.graph import WORDINGS, CoAPolicy, LLMRoles, Roles
 from synth.demos.build import pooled_index
 from synth.demos.plans import GoldPlan, gold_plan
 from synth.demos.scripted import RecordingRetriever, Vocab
 
 CORPORA = ("question", "pooled")
+MODES = ("teacher-free", "llm")
 
 
 @dataclass(frozen=True)
 class CoAOptions:
     """`k`: documents per search; `corpus`: "question" (its own paragraphs) or "pooled" (every loaded question's
-    paragraphs in one index); `end_of_turn`: close the answer with the chat template's end-of-turn text."""
+    paragraphs in one index); `end_of_turn`: close the answer with the chat template's end-of-turn text; `mode`:
+    "teacher-free" (roles from the gold decomposition) or "llm" (a model per role: `build_coa(..., llms=...)`)."""
 
     k: int = 3
     corpus: str = "question"
     end_of_turn: bool = True
+    mode: str = "teacher-free"
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or self.k < 1:
             raise ConfigError(f"CoAOptions.k={self.k!r}: must be an integer >= 1")
         if self.corpus not in CORPORA:
             raise ConfigError(f"CoAOptions.corpus={self.corpus!r}: choose one of {CORPORA}")
+        if self.mode not in MODES:
+            raise ConfigError(f"CoAOptions.mode={self.mode!r}: choose one of {MODES}")
 
 
 @dataclass
@@ -65,12 +71,19 @@ class CoAResult:
 
 
 async def build_one(plan: GoldPlan, retriever: Any, vocab: Vocab, options: CoAOptions, *,
-                    task: str | None = None) -> tuple[Trajectory, str | None]:
-    """One linearised multi-agent run and the filter's verdict (None: kept)."""
+                    task: str | None = None, llms: Any = None) -> tuple[Trajectory, str | None]:
+    """One linearised multi-agent run and the filter's verdict (None: kept). `llms`: the role models of the LLM
+    mode (one backend, or a mapping role -> backend); the gold plan then only judges the result."""
     recording = RecordingRetriever(retriever)
     eot = vocab.end_of_turn() if options.end_of_turn else ""
-    policy = CoAPolicy(vocab, plan, recording, end_of_turn=eot)
-    most = len(plan.hops) * len(WORDINGS)
+    if options.mode == "llm":
+        if llms is None:
+            raise ConfigError("CoA mode 'llm' needs the role models: pass llms= (one backend or role -> backend)")
+        roles: Any = LLMRoles(plan.question, recording, llms, end_of_turn=eot)
+    else:
+        roles = Roles(plan, recording, end_of_turn=eot)
+    policy = CoAPolicy(vocab, roles)
+    most = max(len(plan.hops), roles.max_hops if options.mode == "llm" else 0) * len(WORDINGS)
     engine = SearchO1(policy, recording, dialect="afm", k=options.k, max_searches=most, max_turns=most + 1,
                       max_total_tokens=1 << 24, sampling=SamplingParams(max_tokens=1 << 16, temperature=0.0))
     example = {"id": plan.example_id, "question": plan.question, "gold": list(plan.gold), "task": task}
@@ -81,19 +94,20 @@ async def build_one(plan: GoldPlan, retriever: Any, vocab: Vocab, options: CoAOp
     reason = coa_filter(traj, plan, end_of_turn=eot)
     write_verdicts(traj, {m: score(m, traj.answer, list(plan.gold)) for m in ("em", "f1")})
     traj.id, traj.group_id = f"{plan.example_id}/coa", plan.example_id
-    traj.usage.llm_calls = 0  # nothing was sampled: the roles are teacher-free
-    roles = [list(turn) for turn in policy.log]
+    if options.mode == "teacher-free":
+        traj.usage.llm_calls = 0  # nothing was sampled: the roles are filled from the gold plan
+    turns = [list(turn) for turn in policy.log]
     traj.metadata.update({
         "demonstration": True,
-        "coa": {"mode": "teacher-free", "roles": roles, "reflections": sum("reflector" in t for t in roles),
+        "coa": {"mode": options.mode, "roles": turns, "reflections": sum("reflector" in t for t in turns),
                 "unresolved": policy.state.get("unresolved", []), "k": options.k, "corpus": options.corpus},
-        "lineage": {"source": plan.example_id, "task": task, "engine": "chain-of-agents/teacher-free",
+        "lineage": {"source": plan.example_id, "task": task, "engine": f"chain-of-agents/{options.mode}",
                     "operator": "coa_linearise", "parents": [], "filter": reason or "kept", "vocab": vocab.source}})
     return traj, reason
 
 
 async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options: CoAOptions = CoAOptions(),
-                    *, task: str | None = None) -> CoAResult:
+                    *, task: str | None = None, llms: Any = None) -> CoAResult:
     """Filtered CoA trajectories for `examples` (loaded with `get_task(...).load`) and the run's stats."""
     t0 = time.perf_counter()
     result = CoAResult()
@@ -106,7 +120,8 @@ async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options
         if plan is None or (pooled is None and not docs):
             no_plan[why or "no_paragraphs"] += 1
             continue
-        traj, reason = await build_one(plan, pooled or BM25Index.from_documents(docs), vocab, options, task=task)
+        traj, reason = await build_one(plan, pooled or BM25Index.from_documents(docs), vocab, options, task=task,
+                                       llms=llms)
         built += 1
         if reason is None:
             result.trajectories.append(traj)
@@ -116,7 +131,7 @@ async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options
     wall = time.perf_counter() - t0
     kept = result.trajectories
     result.stats = {
-        "step": "coa", "mode": "teacher-free", "task": task, "questions": len(examples), "no_plan": dict(no_plan),
+        "step": "coa", "mode": options.mode, "task": task, "questions": len(examples), "no_plan": dict(no_plan),
         "built": built, "kept": len(kept), "dropped": dict(Counter(d["reason"] for d in result.dropped)),
         "kept_with_reflection": sum(t.metadata["coa"]["reflections"] > 0 for t in kept),
         "tokens": sum(len(t.token_ids()) for t in kept), "wall_s": round(wall, 3),

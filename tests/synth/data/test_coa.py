@@ -14,7 +14,9 @@ from agentic_infer.backends.base import encode_continuation
 from agentic_infer.backends.tokenizer import load_tokenizer
 from agentic_infer.cli import main
 from agentic_infer.engines.dialects import check_grammar
+from agentic_infer.errors import ConfigError
 from agentic_infer.tasks import get_task
+from agentic_infer.tools.retrieval.corpus import question_paragraphs
 from agentic_infer.types import IGNORE_INDEX, Trajectory
 from synth.coa import CoAOptions, build_coa, coa_filter
 from synth.coa.graph import CoAPolicy, Roles, coa_graph
@@ -107,7 +109,7 @@ def test_the_roles_are_a_langgraph_graph(examples, vocab):
     graph = coa_graph(Roles(plan, retriever=None))
     assert isinstance(graph, CompiledStateGraph)
     assert {"planner", "searcher", "verifier", "reflector", "answerer"} <= set(graph.get_graph().nodes)
-    assert isinstance(CoAPolicy(vocab, plan, retriever=None).graph, CompiledStateGraph)
+    assert isinstance(CoAPolicy(vocab, Roles(plan, retriever=None)).graph, CompiledStateGraph)
 
 
 def test_cli_writes_trajectories_drops_and_stats(tmp_path, capsys):
@@ -122,3 +124,46 @@ def test_cli_writes_trajectories_drops_and_stats(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["synth", "coa", "--task", "musique", "--data", str(data), "--limit", "3", "--out", str(out)])
     assert e.value.code == 2  # no silent overwrite
+
+
+def test_llm_mode_asks_a_model_per_role_and_the_verifier_reads_the_real_hits(examples, vocab):
+    """Scripted role models (FakeLLM) over the question's real paragraphs: the planner's lines become the hops, the
+    verifier is shown the documents the search returned, a "No" brings the reflector in, and the run is one
+    grammatical AFM trajectory the filter keeps."""
+    from agentic_infer.testing import FakeLLM
+
+    ex = examples[0]
+    plan, _ = gold_plan(ex)
+    subs = [h.query("subq").strip(" .") for h in plan.hops]  # as the planner's lines are read back
+    seen = []
+
+    def role(prompt: str) -> str:
+        prompt = prompt.split("<|im_end|>")[0]  # the user message of the rendered chat
+        if "Break the question" in prompt:
+            return "\n".join(f"{i}. {q}" for i, q in enumerate(subs, 1))
+        if "Write one short search query" in prompt:
+            sub = prompt.rsplit("for: ", 1)[1].strip()
+            retry = "Advice after a failed search" in prompt
+            return plan.hops[subs.index(sub)].title if retry else sub
+        if "reply 'Yes: <the answer>'" in prompt:
+            seen.append(prompt)
+            hop = next(h for h, q in zip(plan.hops, subs) if f"Sub-question: {q}" in prompt)
+            return f"Yes: {hop.answer}" if hop.answer in prompt.split("Documents:")[1] else "No"
+        if "did not answer" in prompt:
+            return "Search the page title <instead>."
+        return f"{plan.gold[0]}"
+
+    options = CoAOptions(mode="llm")
+    llm = FakeLLM(role, tokenizer=vocab.tokenizer)  # real token counts against the roles' max_tokens
+    result = asyncio.run(build_coa([ex], vocab, options, task="musique", llms=llm))
+    [t] = result.trajectories
+    assert t.metadata["coa"]["mode"] == "llm" and t.metadata["lineage"]["engine"] == "chain-of-agents/llm"
+    assert [s.arguments["query"] for s in t.steps][:1] == subs[:1] and t.answer == plan.gold[0]
+    docs = {d.id: d for d in question_paragraphs(ex["raw"])}
+    assert len(seen) == len(t.steps) >= len(plan.hops)  # one verdict per search
+    for step, prompt in zip(t.steps, seen):  # each verdict was asked about the documents that search returned
+        assert step.metadata["doc_ids"] and all(docs[i].text in prompt for i in step.metadata["doc_ids"])
+    eot = vocab.end_of_turn()
+    assert check_grammar("afm", t.completion_text[:-len(eot)]) is None  # "<instead>" was cleaned
+    with pytest.raises(ConfigError, match="needs the role models"):
+        asyncio.run(build_coa([ex], vocab, options, task="musique"))
