@@ -18,7 +18,6 @@ then only judges: the filter's hops and answer check).
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,7 @@ from agentic_infer.types import SamplingParams, Trajectory
 from agentic_infer.verify import score, write_verdicts
 from synth.coa.filters import coa_filter
 from synth.coa.graph import WORDINGS, CoAPolicy, LLMRoles, Roles
-from synth.demos.build import pooled_index
+from synth.demos.build import DemoResult, pooled_index, write_demos
 from synth.demos.plans import GoldPlan, gold_plan
 from synth.demos.scripted import RecordingRetriever, Vocab
 
@@ -140,13 +139,8 @@ async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options
 
 
 def write_coa(out: str | Path, result: CoAResult, *, overwrite: bool = False) -> Path:
-    """`out/trajectories.jsonl`, `out/dropped.jsonl`, `out/stats.json`; refuses to replace a file."""
-    out = Path(out)
-    path = out / "trajectories.jsonl"
-    if path.exists() and not overwrite:
-        raise ConfigError(f"{path} exists; choose another --out or pass --overwrite (nothing was written)")
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(path, (t.to_json() for t in result.trajectories))
-    write_jsonl(out / "dropped.jsonl", result.dropped)
-    (out / "stats.json").write_text(json.dumps(result.stats, indent=2), encoding="utf-8")
+    """`out/trajectories.jsonl` and `out/stats.json` (as `synth demos` writes them), plus `out/dropped.jsonl`;
+    refuses to replace a file."""
+    path = write_demos(out, DemoResult(trajectories=result.trajectories, stats=result.stats), overwrite=overwrite)
+    write_jsonl(Path(out) / "dropped.jsonl", result.dropped)
     return path
