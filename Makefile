@@ -4,13 +4,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_EXTRAS := llamacpp,search
-TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,train,synth,dev
+TEST_EXTRAS := llamacpp,search,serve,web,dense,hf,graph,report,train,synth,ray,dev
 # A portable llama.cpp build (AVX2 baseline): native builds pick up AMX/AVX-512 kernels that crash
 # with "Illegal instruction" on VMs which advertise but do not enable them.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 INDEX := $(HOME)/.cache/agentic-infer/indexes/wiki-vital-bm25
 
-.PHONY: demo test test-all test-verl lint bench clean-venv distill distill-eval rl rl-eval
+.PHONY: demo test test-all test-verl lint bench clean-venv distill distill-eval rl rl-eval slurm-up slurm-down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ rl: $(VENV)/.test-installed
 # The three policies of `make rl` on 100 held-out seeds (900000..900099), paired; then the report again.
 rl-eval: $(VENV)/.test-installed
 	$(BIN)/python bench/rl_heldout.py --game $(GAME) && $(BIN)/python -m agentic_infer train rl --game $(GAME) $(RL_ARGS)
+
+# A one-node Slurm cluster on loopback for `--executor slurm` (installs Debian's slurm-wlm + munge as root; idempotent).
+slurm-up:
+	$(PYTHON) -m agentic_infer.slurm_local up
+slurm-down:
+	$(PYTHON) -m agentic_infer.slurm_local down
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q

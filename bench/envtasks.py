@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentic_infer.backends.tokenizer import load_tokenizer  # noqa: E402
+from agentic_infer.executors import ExecutorConfig  # noqa: E402
 from agentic_infer.tools.retrieval.recipes import shared_data_dir  # noqa: E402
 from synth.demos import Vocab  # noqa: E402
 from synth.envtasks import EnvTasksConfig, run_envtasks  # noqa: E402
@@ -58,7 +59,8 @@ def main() -> None:
     results: dict = {"config": {k: str(v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        s = run_envtasks(EnvTasksConfig(out=f"{tmp}/synth", count=args.count, seed=args.seed, progress=False))
+        s = run_envtasks(EnvTasksConfig(out=f"{tmp}/synth", count=args.count, seed=args.seed,
+                                        executor=ExecutorConfig(progress=False)))
         wall = time.perf_counter() - t0
         results["sampling"] = {"seeds": s["seeds"], "sampled": s["sampled"], "verified": s["verified"],
                                "dropped": s["dropped"], "templates": s["templates"], "kinds": s["kinds"],
@@ -66,7 +68,7 @@ def main() -> None:
         rows = [json.loads(x) for x in Path(f"{tmp}/synth/tasks.jsonl").read_text().splitlines()]
         t0 = time.perf_counter()
         d = run_envtasks(EnvTasksConfig(out=f"{tmp}/train", from_tasks=str(train), count=args.train_limit, demos=True,
-                                        progress=False))
+                                        executor=ExecutorConfig(progress=False)))
         demo_stats = json.loads(Path(f"{tmp}/train/demos/stats.json").read_text())
         results["train_demos"] = _demo_summary(demo_stats, time.perf_counter() - t0)
         assert d["demos"]["kept"] == demo_stats["kept"]

@@ -75,6 +75,9 @@ def run_cmd(
     backoff: Annotated[Optional[Path], typer.Option("--backoff", help="DIR of a direct run: Search-o1 answer backoff.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory (rollouts.jsonl, results.jsonl, summary.json).")] = Path("runs/eval"),
     concurrency: Annotated[int, typer.Option("--concurrency", help="Questions in flight.")] = 1,
+    executor: Annotated[Optional[str], typer.Option("--executor", help="Where the items run: local | ray | slurm (shards merged into DIR; Ray address, Slurm partition: executor: in --config).")] = None,  # noqa: UP007
+    tasks: Annotated[Optional[int], typer.Option("--tasks", help="Shards of the items (one executor task each).")] = None,  # noqa: UP007
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Shards run at once.")] = None,  # noqa: UP007
     set_: Set = None,
     show_config: ShowConfig = False,
     max_tokens: RemovedFlag("--max-tokens", "--set sampling.max_tokens=VALUE") = None,
@@ -103,10 +106,11 @@ def run_cmd(
              "backend": backend, "index": str(index) if index else None, "corpus": corpus, "limit": limit,
              "samples": samples, "judge": judge, "judge_verdict": judge_verdict,
              "backoff": str(backoff) if backoff else None, "concurrency": concurrency,
-             "settings": parse_overrides(set_ or []), "fields": parse_fields(fields)}
+             "settings": parse_overrides(set_ or []), "fields": parse_fields(fields),
+             "executor": {k: v for k, v in (("kind", executor), ("tasks", tasks), ("workers", workers)) if v is not None}}
     settings = read_config_file(config) if config is not None else {}
     for k, v in flags.items():  # the file's settings, then the flags given on the command line
-        if k in ("settings", "fields"):
+        if k in ("settings", "fields", "executor"):
             settings[k] = merge_settings(settings.get(k) or {}, v)
         elif k in given or k not in settings:
             settings[k] = v

@@ -23,11 +23,13 @@ without regenerating anything.
 Env tasks (`agentic_infer.tasks.envs`, e.g. `--task retail`) run on engine "env" (their default and only one)
 over the task's env: the engine gets the whole task row, its verdict gives the metrics (`eval.scoring`), and
 `--samples k` adds tau-bench's pass^1..k.
-Not covered: distributing one run over several machines (shard with --limit / separate DIRs).
+`--executor ray|slurm` (or `--tasks N` with `--workers`) splits the pending items into shards that generate on
+the executor and are merged here (`eval.distributed`); the rest of the run (judge, summary) is the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -47,6 +49,7 @@ from agentic_infer.engines.registry import (
     get_engine,
 )
 from agentic_infer.errors import ConfigError
+from agentic_infer.executors import ExecutorConfig
 from agentic_infer.runner import load_rollouts, repair_jsonl, run_many, write_jsonl
 from agentic_infer.tasks import get_task
 from agentic_infer.tasks.base import Task
@@ -84,6 +87,7 @@ class RunConfig:
     judge_verdict: str = "json"  # json | yes-no (agentic_infer.engines.judge.make_judge)
     backoff: str | None = None  # DIR of a direct-generation run (Search-o1 answer backoff)
     concurrency: int = 1
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray | slurm (eval.distributed)
     settings: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)  # renamed columns: expected field -> column in the file
 
@@ -120,9 +124,9 @@ class RunConfig:
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the first one: the data, the backend and what the engine reads
-        (limit, concurrency, output, judge and backoff may change)."""
+        (limit, concurrency, executor, output, judge and backoff may change)."""
         d = asdict(self)
-        for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff", "settings"):
+        for k in ("limit", "concurrency", "out", "judge", "judge_verdict", "backoff", "settings", "executor"):
             d.pop(k)
         d["backend"] = result_uri(self.backend)  # threads and client limits may change between a run and its resume
         d["engine_config"] = config_to_dict(self.engine_config())
@@ -165,11 +169,14 @@ def _check_config(out: Path, cfg: RunConfig, record: dict[str, Any]) -> None:
 async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, progress: bool = True) -> dict[str, Any]:
     """Run (or resume) `cfg`; returns the summary written to DIR/summary.json."""
     task = get_task(cfg.task)
-    spec = get_engine(cfg.engine)
     data = Path(cfg.data).expanduser()
     examples = task.load(data, limit=cfg.limit, fields=cfg.fields)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    sharded = cfg.executor.kind != "local" or cfg.executor.tasks > 1
+    if sharded and llm is not None:
+        raise ConfigError(f"executor {cfg.executor.kind} with {cfg.executor.tasks} tasks: each shard loads its model "
+                          "from --backend; pass the backend URI, not an llm object (or run with one local task)")
     if llm is None:
         from agentic_infer.backends import load_llm
 
@@ -187,11 +194,44 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
         judge = make_judge(task.name, judge_llm, verdict=cfg.judge_verdict, cache=out / "judge_cache.sqlite")
         record["judge_model"] = {**model_info(judge_llm, cfg.judge), "verdict": cfg.judge_verdict}
     _check_config(out, cfg, record)
-    direct = {}
-    if cfg.backoff:
-        direct = {r["id"]: r.get("prediction") for r in read_results(Path(cfg.backoff) / "results.jsonl")}
-        if not direct:
-            raise ConfigError(f"--backoff {cfg.backoff}: no results.jsonl rows there (run the direct engine first)")
+    direct = backoff_predictions(cfg)
+    rollouts_path, results_path = out / "rollouts.jsonl", out / "results.jsonl"
+    t_start = time.perf_counter()
+    if not sharded:
+        await generate(cfg, task, examples, out, llm=llm, direct=direct, progress=progress)
+    else:  # shards on the executor, each generating into its own folder, merged here (eval.distributed)
+        from eval.distributed import run_sharded
+
+        await asyncio.to_thread(run_sharded, cfg, examples, out)
+    rows = read_results(results_path)
+    if judge is not None:
+        await _judge(rows, judge, rollouts_path, results_path, concurrency=cfg.concurrency)
+    if cfg.backoff:  # rows written before --backoff was given get the backoff metrics in the summary too
+        for r in rows:
+            if "search_o1_em_backoff" not in r["metrics"]:
+                r["metrics"].update(backoff_metrics(r.get("output", ""), r["gold"], direct.get(r["id"])))
+    summary = summarize(rows, record=record, task=task, n_expected=len(examples),
+                        run_wall_s=time.perf_counter() - t_start)
+    write_summary(out, summary)
+    return summary
+
+
+def backoff_predictions(cfg: RunConfig) -> dict[str, Any]:
+    """The direct run's predictions by id for `--backoff DIR` ({} without one)."""
+    if not cfg.backoff:
+        return {}
+    direct = {r["id"]: r.get("prediction") for r in read_results(Path(cfg.backoff) / "results.jsonl")}
+    if not direct:
+        raise ConfigError(f"--backoff {cfg.backoff}: no results.jsonl rows there (run the direct engine first)")
+    return direct
+
+
+async def generate(cfg: RunConfig, task: Task, examples: list[dict[str, Any]], out: Path, *, llm: Any,
+                   direct: Mapping[str, Any], progress: bool, ids: set[str] | None = None) -> None:
+    """Run the engine on the `examples` (those in `ids`, when given) without a row in `out/results.jsonl`: each
+    rollout (with its verdicts) appended to `out/rollouts.jsonl`, then its row to `out/results.jsonl`."""
+    spec = get_engine(cfg.engine)
+    data = Path(cfg.data).expanduser()
     by_id = {ex["id"]: ex for ex in examples}
     factory = retriever_factory(index=cfg.index, corpus=cfg.corpus, task=task, data=data)
     retriever_for = None if factory is None else (lambda ex: factory(by_id[ex["id"]]))
@@ -201,8 +241,8 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
     rollouts_path, results_path = out / "rollouts.jsonl", out / "results.jsonl"
     repair_jsonl(results_path)
     has_row = {r["id"] for r in read_results(results_path)}
-    todo = [(i, ex) for i, ex in enumerate(examples) if ex["id"] not in has_row]
-    t_start = time.perf_counter()
+    todo = [(i, ex) for i, ex in enumerate(examples)
+            if ex["id"] not in has_row and (ids is None or str(ex["id"]) in ids)]
 
     names: dict[int, list[str]] = {}  # metric names of the rollouts written but not yet given a row
 
@@ -226,17 +266,6 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
             if rollout is not None and todo[j][1]["id"] not in has_row:
                 score(j, rollout)
                 write_row(j, rollout)
-    rows = read_results(results_path)
-    if judge is not None:
-        await _judge(rows, judge, rollouts_path, results_path, concurrency=cfg.concurrency)
-    if cfg.backoff:  # rows written before --backoff was given get the backoff metrics in the summary too
-        for r in rows:
-            if "search_o1_em_backoff" not in r["metrics"]:
-                r["metrics"].update(backoff_metrics(r.get("output", ""), r["gold"], direct.get(r["id"])))
-    summary = summarize(rows, record=record, task=task, n_expected=len(examples),
-                        run_wall_s=time.perf_counter() - t_start)
-    write_summary(out, summary)
-    return summary
 
 
 async def _judge(rows: list[dict[str, Any]], judge: Any, rollouts_path: Path, results_path: Path, *,

@@ -105,6 +105,23 @@ def fault_proxy(llama_server):
         yield proxy
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The one-node Slurm cluster of `make slurm-up` (installed and started here when missing, stopped after if
+    this fixture started it)."""
+    import shutil
+
+    from agentic_infer import slurm_local
+
+    if not shutil.which("slurmctld") and (os.geteuid() != 0 or not shutil.which("apt-get")):
+        pytest.skip("host: installing Slurm needs root and apt-get")
+    started = not slurm_local.is_up()
+    slurm_local.up()
+    yield slurm_local.PARTITION
+    if started:
+        slurm_local.down()
+
+
 def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1")
 

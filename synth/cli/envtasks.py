@@ -47,18 +47,21 @@ def envtasks(
                                                                        "(EnvAgentConfig), e.g. tool_schemas=compact: "
                                                                        "the prompt the policy will run with.")] = None,
     tasks: Annotated[int, typer.Option("--tasks", help="datatrove tasks (shards of the seeds).")] = 1,
+    workers: Annotated[int, typer.Option("--workers", help="datatrove tasks run at once.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="Where the tasks run: local | ray | slurm.")] = "local",
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="A progress bar (on a terminal).")]
     = True,
 ) -> None:
     """Sample tasks over the env's tool graph, execute them for the gold end state, phrase and check the intent."""
     from agentic_infer.config import parse_overrides
+    from agentic_infer.executors import ExecutorConfig
     from synth.envtasks import EnvTasksConfig, SamplerConfig, run_envtasks
 
     cfg = EnvTasksConfig(out=str(out), env=env, count=count, seed=seed, backend=backend, demos=demos,
                          from_tasks=str(from_tasks) if from_tasks else None,
                          sampler=SamplerConfig(max_writes=max_writes), tokenizer=tokenizer,
-                         agent=parse_overrides(settings or []), tasks=tasks,
-                         progress=progress)
+                         agent=parse_overrides(settings or []),
+                         executor=ExecutorConfig(kind=executor, tasks=tasks, workers=workers, progress=progress))
     stats = run_envtasks(cfg)
     con = Console(stderr=True)
     for s in stats["steps"]:

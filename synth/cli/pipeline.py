@@ -4,6 +4,7 @@
     agentic synth rollouts --task hotpotqa --data ../shared/data/multihop/hotpotqa_train_100.json \
         --engine direct --backend llamacpp://default --samples 4 --limit 20 --filters correct --out runs/hq
     agentic synth filter --in runs/hq --filters accuracy_band --filters exact_dedup --out runs/hq-rl
+    agentic synth rollouts ... --executor ray --tasks 8 --workers 4     # or --executor slurm (agentic_infer.executors)
 
 Every command writes OUT/trajectories/*.jsonl (one Trajectory record a line), OUT/stats.json, OUT/README.md
 and OUT/dropped/ (each dropped record with its reason); a rerun resumes (finished tasks are skipped, finished
@@ -29,6 +30,8 @@ Sets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
                   "rollout.settings.sampling.max_tokens=64); repeatable.")]
 Tasks = Annotated[int, typer.Option("--tasks", help="datatrove tasks (shards of the input).")]
 Workers = Annotated[int, typer.Option("--workers", help="datatrove tasks run at once.")]
+Executor = Annotated[str, typer.Option("--executor", help="Where the tasks run: local | ray | slurm (a Ray cluster: "
+                                       "--set executor.ray_address=HOST:PORT; Slurm: executor.slurm_partition=P).")]
 ShowProgress = Annotated[bool, typer.Option("--progress/--no-progress", help="A progress bar of the items (drawn only "
                                             "on a terminal, with one worker).")]
 
@@ -74,8 +77,8 @@ def rollouts_cmd(
     max_tokens: RemovedFlag("--max-tokens", "--set rollout.settings.sampling.max_tokens=VALUE") = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="verify metric(s) to judge with; "  # noqa: UP007
                                                        "default: em when a filter needs verdicts.")] = None,
-    filters: Filters = None, tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None,
-    progress: ShowProgress = True,
+    filters: Filters = None, tasks: Tasks = 1, workers: Workers = 1, executor: Executor = "local",
+    sets: Sets = None, progress: ShowProgress = True,
 ) -> None:
     """Run an engine on a benchmark file: k samples per question as Trajectory records, judged and filtered."""
     removed_flags({"--max-tokens": (max_tokens, "--set rollout.settings.sampling.max_tokens=VALUE")})
@@ -86,7 +89,7 @@ def rollouts_cmd(
         "out": str(out), "name": f"{task}-{engine}",
         "reader": {"kind": "task", "task": task, "path": str(data), "limit": limit},
         "rollout": {"engine": engine, "backend": backend, "samples": samples},
-        "filters": list(filters or ()), "executor": {"tasks": tasks, "workers": workers, "progress": progress}}
+        "filters": list(filters or ()), "executor": {"kind": executor, "tasks": tasks, "workers": workers, "progress": progress}}
     if metrics:
         overrides["judge"] = {"metrics": metrics}
     _run(overrides, sets=sets)
@@ -99,7 +102,8 @@ def filter_cmd(
     filters: Filters = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="verify metric(s) to (re)judge with "  # noqa: UP007
                                                        "before filtering.")] = None,
-    tasks: Tasks = 1, workers: Workers = 1, sets: Sets = None, progress: ShowProgress = True,
+    tasks: Tasks = 1, workers: Workers = 1, executor: Executor = "local", sets: Sets = None,
+    progress: ShowProgress = True,
 ) -> None:
     """Filter existing trajectories; the kept ones go to OUT, the dropped ones to OUT/dropped/ with their reason."""
     if not filters and not judge:
@@ -111,7 +115,7 @@ def filter_cmd(
     overrides: dict[str, Any] = {"out": str(out), "name": f"filter-{inp.name}",
                                  "reader": {"kind": "trajectories", "path": str(inp)},
                                  "filters": list(filters or ()),
-                                 "executor": {"tasks": tasks, "workers": workers, "progress": progress}}
+                                 "executor": {"kind": executor, "tasks": tasks, "workers": workers, "progress": progress}}
     if judge:
         overrides["judge"] = {"metrics": list(judge)}
     _run(overrides, sets=sets)

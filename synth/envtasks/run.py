@@ -7,7 +7,7 @@
     agentic synth envtasks --env retail --from-tasks ../shared/data/tools/tau_retail_db/retail_tasks_train.jsonl \
         --out runs/train-demos --demos
 
-The steps (`synth.envtasks.steps`) run on datatrove's LocalPipelineExecutor: SeedReader -> SampleStep ->
+The steps (`synth.envtasks.steps`) run on the configured executor (`--executor local|ray|slurm`): SeedReader -> SampleStep ->
 PhraseStep -> VerifyStep -> TaskWriter, their per-task outputs under `DIR/work/<config hash>/` (`tasks/`,
 `dropped/<step>/`, `logs/`: datatrove's stats and completion markers). After the run they are merged into
 `DIR/tasks.jsonl` (rows in seed order), `DIR/dropped.jsonl` (`{reason, step, id, record}`) and
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_infer.errors import ConfigError
+from agentic_infer.executors import ExecutorConfig, run_steps
 from agentic_infer.runner import atomic_open, iter_jsonl, write_jsonl
 from synth.envtasks.sampler import SamplerConfig
 
@@ -58,9 +59,7 @@ class EnvTasksConfig:
     data_dir: str | None = None
     tokenizer: str = "default"  # the demos' target tokenizer: `load_tokenizer` spec (the embedded GGUF's)
     agent: dict[str, Any] = field(default_factory=dict)  # the demos' EnvAgentConfig settings (tool_schemas, ...)
-    tasks: int = 1  # datatrove tasks (shards of the seeds)
-    workers: int = 1
-    progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # tasks (shards of the seeds), local/ray/slurm
 
     def __post_init__(self) -> None:
         if not self.out:
@@ -71,10 +70,6 @@ class EnvTasksConfig:
             raise ConfigError("--count: missing; give the number of tasks to sample (or --from-tasks FILE)")
         if self.count is not None and (not isinstance(self.count, int) or self.count < 1):
             raise ConfigError(f"--count {self.count!r}: must be an integer >= 1")
-        for name in ("tasks", "workers"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"--{name} {v!r}: must be an integer >= 1")
         if self.from_tasks is not None:
             check_training_file(self.from_tasks)
         if self.backend is not None and "://" not in self.backend:
@@ -112,7 +107,7 @@ def read_task_rows(path: str | Path, *, limit: int | None = None) -> list[dict[s
 def config_hash(cfg: EnvTasksConfig) -> str:
     """What decides the rows: everything but the output folder and the executor layout."""
     d = asdict(cfg)
-    for k in ("out", "tasks", "workers", "progress", "demos", "tokenizer", "agent"):
+    for k in ("out", "executor", "demos", "tokenizer", "agent"):
         d.pop(k)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -123,7 +118,7 @@ def build_steps(cfg: EnvTasksConfig, work: Path, rows: list[dict[str, Any]] | No
 
     dropped = str(work / "dropped")
     progress = ItemProgress(label=f"envtasks {cfg.env}", counter="reader",
-                            enabled=cfg.progress and min(cfg.workers, cfg.tasks) == 1)
+                            enabled=cfg.executor.progress and cfg.executor.in_process)
     return [SeedReader(count=cfg.count or 0, seed=cfg.seed, rows=rows, progress=progress),
             SampleStep(sampler=cfg.sampler, data_dir=cfg.data_dir, exclusion_folder=dropped),
             PhraseStep(run_seed=cfg.seed, backend=cfg.backend, data_dir=cfg.data_dir, env=cfg.env,
@@ -144,8 +139,6 @@ def _merge(work: Path, out: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 def run_envtasks(cfg: EnvTasksConfig) -> dict[str, Any]:
     """Run `cfg` (see the module docstring); returns what `DIR/stats.json` holds."""
-    from datatrove.executor.local import LocalPipelineExecutor
-
     from synth.pipeline.run import merge_stats
 
     out = Path(cfg.out)
@@ -155,8 +148,7 @@ def run_envtasks(cfg: EnvTasksConfig) -> dict[str, Any]:
     steps = build_steps(cfg, work, rows_in)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    LocalPipelineExecutor(steps, tasks=cfg.tasks, workers=min(cfg.workers, cfg.tasks),
-                          logging_dir=str(work / "logs")).run()
+    run_steps(steps, cfg.executor, logging_dir=work / "logs", job_name=f"envtasks-{cfg.env}")
     rows, dropped = _merge(work, out)
     step_stats = merge_stats(work / "logs")
     seeds = len(rows_in) if rows_in is not None else cfg.count or 0

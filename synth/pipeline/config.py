@@ -12,7 +12,7 @@ filters:                        # in order; each `{name: NAME, ...options}` (see
   - {name: length, max_tokens: 512}
   - {name: exact_dedup}
 writer: {jsonl: true, parquet: false, save_to_disk: false, card: true}
-executor: {tasks: 1, workers: 1}
+executor: {kind: local, tasks: 1, workers: 1}  # kind: local | ray | slurm (agentic_infer.executors)
 ```
 Unknown keys (a step field, a filter or a filter option that does not exist) fail with the key and what
 is accepted, before anything runs or is written.
@@ -26,6 +26,7 @@ from typing import Any
 
 from agentic_infer.config import parse_overrides, renamed
 from agentic_infer.errors import ConfigError
+from agentic_infer.executors import ExecutorConfig
 from synth.pipeline.filters import get_filter
 from synth.pipeline.readers import READER_KINDS
 
@@ -113,22 +114,6 @@ class WriterConfig:
     parquet: bool = False  # OUT/parquet/<rank>.parquet
     save_to_disk: bool = False  # OUT/dataset (datasets.Dataset.save_to_disk), after the run
     card: bool = True  # OUT/README.md: what made it, the config, per-step counts, a sample
-
-
-@dataclass
-class ExecutorConfig:
-    """datatrove's LocalPipelineExecutor settings (Slurm/Ray: build the steps with `build_steps` yourself)."""
-
-    tasks: int = 1
-    workers: int = 1
-    start_method: str = "fork"  # multiprocess start method for workers > 1 ("forkserver", "spawn")
-    progress: bool = True  # a progress bar of the items (on a terminal, with one worker; synth.pipeline.progress)
-
-    def __post_init__(self) -> None:
-        for name in ("tasks", "workers"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"executor.{name}={v!r}: must be an integer >= 1")
 
 
 def parse_filter(item: Any) -> dict[str, Any]:

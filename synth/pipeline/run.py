@@ -1,4 +1,4 @@
-"""Build a pipeline's datatrove steps from its config and run them on datatrove's LocalPipelineExecutor.
+"""Build a pipeline's datatrove steps from its config and run them on the configured executor (local, Ray, Slurm).
 
     from synth.pipeline import PipelineConfig, run_pipeline
     summary = run_pipeline(build_config(PipelineConfig, file="pipe.yaml"))   # -> the stats.json mapping
@@ -14,7 +14,8 @@ rewrites its own output files, so no record is lost or duplicated; the request c
 for every LLM call that had finished. A run with a changed config (another filter, another sample count)
 gets fresh completion markers (the logs folder is per config hash) and so reruns every task, again
 replaying the cached calls; the previous run's outputs are moved to `OUT/previous/<hash>/` first, never
-deleted. On a cluster, pass `build_steps(cfg)` to datatrove's SlurmPipelineExecutor / RayPipelineExecutor.
+deleted. `executor.kind` (`--executor`) runs the same steps on a Ray cluster or on Slurm
+(`agentic_infer.executors`): the same records and merged stats as the local run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from agentic_infer.config import config_to_dict
 from agentic_infer.errors import ConfigError
+from agentic_infer.executors import run_steps
 from agentic_infer.runner import atomic_open, iter_jsonl, read_jsonl
 from synth.pipeline.config import PipelineConfig
 from synth.pipeline.filter_step import FilterStep
@@ -59,7 +61,7 @@ def build_steps(cfg: PipelineConfig, **rollout_kwargs: Any) -> list[Any]:
     ex = cfg.executor
     progress = ItemProgress(label=f"{cfg.name}: {'rollout' if cfg.rollout is not None else 'items'}",
                             counter="rollout" if cfg.rollout is not None else "reader",
-                            enabled=ex.progress and min(ex.workers, ex.tasks) == 1)
+                            enabled=ex.progress and ex.in_process)
     steps: list[Any] = [Reader(kind=r.kind, path=r.path, task=r.task, limit=r.limit, fields=r.fields,
                                progress=progress)]
     if cfg.rollout is not None:
@@ -159,8 +161,6 @@ def first_trajectory(out: Path) -> list[Any]:
 
 def run_pipeline(cfg: PipelineConfig, **rollout_kwargs: Any) -> dict[str, Any]:
     """Run `cfg` (see the module docstring); returns what `OUT/stats.json` holds."""
-    from datatrove.executor.local import LocalPipelineExecutor
-
     steps = build_steps(cfg, **rollout_kwargs)  # validates before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -171,8 +171,7 @@ def run_pipeline(cfg: PipelineConfig, **rollout_kwargs: Any) -> dict[str, Any]:
     logs = out / "logs" / digest
     ex = cfg.executor
     t0 = time.monotonic()
-    LocalPipelineExecutor(steps, tasks=ex.tasks, workers=min(ex.workers, ex.tasks), logging_dir=str(logs),
-                          start_method=ex.start_method).run()
+    run_steps(steps, ex, logging_dir=logs, job_name=cfg.name)
     summary = {"name": cfg.name, "config_hash": digest, "tasks": ex.tasks, "wall_s": round(time.monotonic() - t0, 3),
                "steps": merge_stats(logs)}
     summary["records"] = summary["steps"][-1]["out"] if summary["steps"] else 0

@@ -88,3 +88,12 @@ def test_cli_set_gives_the_demos_env_agent_settings(tmp_path):
     system = demo["segments"][0]["metadata"]["messages"][0]["content"]
     assert "\nget_order_details(order_id: string): Get the status and details of an order." in system
     assert '"parameters"' not in system and demo["config"]["tool_schemas"] == "compact"
+
+
+def test_the_same_tasks_from_three_shards_on_slurm(tmp_path, tables, slurm_cluster):
+    _run("--count", "8", "--seed", "2", "--out", str(tmp_path / "local"))
+    _run("--count", "8", "--seed", "2", "--tasks", "3", "--workers", "2", "--executor", "slurm",
+         "--out", str(tmp_path / "slurm"))
+    assert _lines(tmp_path / "slurm" / "tasks.jsonl") == _lines(tmp_path / "local" / "tasks.jsonl")
+    stats = json.loads((tmp_path / "slurm" / "stats.json").read_text())
+    assert len(list((tmp_path / "slurm" / "work" / stats["config_hash"] / "logs" / "slurm_logs").glob("*_[0-2].out"))) >= 3
