@@ -102,6 +102,7 @@ class SFTResult:
     resumed_from: str | None = None  # the checkpoint this run continued (train_seconds then counts the rest)
     compute: dict[str, Any] = field(default_factory=dict)  # resolved precision and threads, with reasons
     data_lineage: dict[str, Any] = field(default_factory=dict)  # the data's origins (agentic_infer.lineage)
+    processes: int = 1  # the trainer's world size (`--processes`, a launched job)
 
 
 def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = None, append_eos: str | None = None,
@@ -234,8 +235,10 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
     t0 = time.perf_counter()
     out = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
-    dest = save_checkpoint(trainer.model, tokenizer, settings.out)
-    gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
+    main = trainer.is_world_process_zero()  # several processes (--processes): rank 0 saves, the others wait
+    dest = save_checkpoint(trainer.model, tokenizer, settings.out) if main else Path(settings.out)
+    gguf = None if settings.gguf == "none" or not main else \
+        str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
     tokens = sum(sum(1 for x in r["labels"] if x != -100) for r in rows) if kind == "tokens" else 0
     history = [{k: float(v) for k, v in h.items() if isinstance(v, (int, float))}
                for h in trainer.state.log_history if "loss" in h]
@@ -243,8 +246,10 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
                        train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()},
                        sequence_tokens=sum(len(r["input_ids"]) for r in rows) if kind == "tokens" else 0,
                        history=history, resumed_from=resume, compute=compute.record(),
-                       data_lineage=data_lineage(settings.data))
-    write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model)
-    (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
-                                                     default=str))
+                       data_lineage=data_lineage(settings.data), processes=int(trainer.args.world_size))
+    if main:
+        write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model)
+        (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
+                                                         default=str))
+    trainer.accelerator.wait_for_everyone()
     return result

@@ -10,7 +10,16 @@ import typer
 
 from agentic_infer.cli.app import train_app
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
-from train.cli.sft import Gpus, Nodes, PrintLaunch, Strategy, emit_launch
+from train.cli.sft import (
+    Gpus,
+    Nodes,
+    PrintLaunch,
+    Processes,
+    Strategy,
+    emit_launch,
+    is_main_process,
+    launch_processes,
+)
 
 
 @train_app.command("grpo")
@@ -25,6 +34,7 @@ def grpo(
     strategy: Strategy = "zero2",
     nodes: Nodes = 1,
     vllm_gpus: Annotated[int, typer.Option("--vllm-gpus", help="With --print-launch: GPUs for `trl vllm-serve`.")] = 0,
+    processes: Processes = 1,
 ) -> None:
     """GRPO / Dr. GRPO / RLOO / GiGPO / ARPO with Search-o1, TIR or env-agent rollouts (`env: NAME`); settings:
     train.grpo.GRPOSettings."""
@@ -37,13 +47,17 @@ def grpo(
         emit_launch("grpo", settings, gpus=gpus, strategy=strategy, nodes=nodes,
                     vllm_gpus=vllm_gpus, model=_served(settings.model))
         return
+    if processes != 1:
+        launch_processes("grpo", settings, processes)
+        return
     from train.grpo.run import train_grpo
     from train.precision import resolve_compute
 
     compute = resolve_compute(settings.precision, settings.threads)
     typer.echo(f"training with {compute}", err=True)
     result = train_grpo(settings, compute=compute)
-    typer.echo(f"trained {result['steps']} steps -> {result['out']}" + (f", {result['gguf']}" if result["gguf"] else ""))
+    if is_main_process():
+            typer.echo(f"trained {result['steps']} steps -> {result['out']}" + (f", {result['gguf']}" if result["gguf"] else ""))
 
 
 def _served(uri: str) -> str:

@@ -15,10 +15,12 @@ Strategy = Annotated[str, typer.Option("--strategy", help="With --print-launch: 
 Nodes = Annotated[int, typer.Option("--nodes", help="With --print-launch: number of nodes.")]
 PrintLaunch = Annotated[bool, typer.Option("--print-launch", help="Write the accelerate/DeepSpeed/FSDP configs "
                                            "and print the launch command instead of training.")]
+Processes = Annotated[int, typer.Option("--processes", help="Train on N processes (DDP; on CPU gloo) through the "
+                                        "launch files --print-launch writes; batch_size is per process.")]
 
 
 def emit_launch(command: str, settings: Any, *, gpus: int, strategy: str, nodes: int, vllm_gpus: int = 0,
-                model: str = "MODEL") -> None:
+                model: str = "MODEL") -> dict[str, Any]:
     """Write `out/launch/` (the effective settings as `settings.yaml`, accelerate/DeepSpeed/FSDP configs,
     launch.sh) and print the commands; the launched command reads the settings file."""
     import yaml
@@ -36,6 +38,46 @@ def emit_launch(command: str, settings: Any, *, gpus: int, strategy: str, nodes:
         typer.echo(f"# wrote {f}", err=True)
     for c in res["commands"]:
         typer.echo(c)
+    return res
+
+
+def launch_processes(command: str, settings: Any, processes: int) -> None:
+    """Train on `processes` processes of this machine: write the DDP launch files (`emit_launch`, strategy ddp,
+    one process per GPU, or per core group on CPU) and run their `launch.sh` with this venv's `accelerate`. Without
+    CUDA the processes form a gloo group, each with cores / processes torch threads unless `threads` is set."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    from agentic_infer.errors import ConfigError
+    from train.precision import Hardware, resolve_threads
+
+    if processes < 2:
+        raise ConfigError(f"--processes {processes}: give 2 or more (1 process is the plain command)")
+    if "LOCAL_RANK" in os.environ:
+        raise ConfigError("--processes inside a launched process: the launch files run the plain command")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # accelerate
+    cpu = not torch.cuda.is_available()  # our trainers set use_cpu there, so Accelerate's group is gloo
+    if cpu:
+        if settings.threads == 0:
+            settings = dataclasses.replace(settings, threads=max(1, resolve_threads(0, Hardware.detect())[0] // processes))
+    res = emit_launch(command, settings, gpus=processes, strategy="ddp", nodes=1)
+    launch = Path(res["files"][-1])
+    typer.echo(f"# running {launch} ({processes} processes{', CPU: gloo' if cpu else ''})",
+               err=True)
+    done = subprocess.run(["sh", str(launch)], env=env)
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a launched job, or a plain process."""
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 @train_app.command("sft")
@@ -53,6 +95,7 @@ def sft(
     gpus: Gpus = 1,
     strategy: Strategy = "zero2",
     nodes: Nodes = 1,
+    processes: Processes = 1,
 ) -> None:
     """Supervised fine-tuning on agent trajectories; settings: train.sft.SFTSettings (see --show-config)."""
     from train.sft import SFTSettings, train_sft
@@ -68,10 +111,14 @@ def sft(
     if print_launch:
         emit_launch("sft", settings, gpus=gpus, strategy=strategy, nodes=nodes)
         return
+    if processes != 1:
+        launch_processes("sft", settings, processes)
+        return
     from train.precision import resolve_compute
 
     compute = resolve_compute(settings.precision, settings.threads)
     typer.echo(f"training with {compute}", err=True)
     result = train_sft(settings, compute=compute)
-    typer.echo(f"trained {result.steps} steps on {result.rows} rows ({result.tokens} trained tokens) in "
-               f"{result.train_seconds:.1f} s -> {result.out}" + (f", {result.gguf}" if result.gguf else ""))
+    if is_main_process():
+            typer.echo(f"trained {result.steps} steps on {result.rows} rows ({result.tokens} trained tokens) in "
+                   f"{result.train_seconds:.1f} s -> {result.out}" + (f", {result.gguf}" if result.gguf else ""))

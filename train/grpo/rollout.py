@@ -170,10 +170,20 @@ class RolloutFunc:
             self._llm = HFLLM.from_model(model, self.tokenizer, batch=self.rollout_batch)
         return self._llm
 
-    async def _episodes(self, llm: Any, examples: list[dict[str, Any]]) -> list[Rollout]:
-        """One episode per example, seeded in order; up to the backend's concurrency at once (a batching backend
+    def _draw_seeds(self, n: int, trainer: Any) -> list[int | None]:
+        """Seeds for this process's `n` episodes (or groups), numbered over the global batch: of each draw of
+        n x processes seeds, rank r takes block r, so a run on several processes seeds every episode as one process
+        would (its batch is the ranks' batches in rank order) and no two ranks share a seed."""
+        if self._seeds is None:
+            return [None] * n
+        acc = getattr(trainer, "accelerator", None)
+        rank, world = (acc.process_index, acc.num_processes) if acc is not None else (0, 1)
+        block = [next(self._seeds) for _ in range(n * world)]
+        return block[rank * n:(rank + 1) * n]
+
+    async def _episodes(self, llm: Any, examples: list[dict[str, Any]], seeds: list[int | None]) -> list[Rollout]:
+        """One episode per example with its seed; up to the backend's concurrency at once (a batching backend
         decodes their turns together), results in example order."""
-        seeds = [next(self._seeds) if self._seeds is not None else None for _ in examples]
         gate = asyncio.Semaphore(getattr(llm, "max_concurrency", None) or 1)
 
         async def one(ex: dict[str, Any], seed: int | None) -> Rollout:
@@ -189,11 +199,11 @@ class RolloutFunc:
             raise ConfigError("branching needs the group size: pass num_generations= or the trainer")
         return trainer.num_generations if trainer.model.training else trainer.num_generations_eval
 
-    async def _branched(self, llm: Any, examples: list[dict[str, Any]], size: int) -> list[Rollout]:
+    async def _branched(self, llm: Any, examples: list[dict[str, Any]], size: int,
+                        seeds: list[int | None]) -> list[Rollout]:
         """One BranchingRollout per group, filled with extra roots to exactly `size` trajectories; the groups run
-        together (a batching backend decodes their turns together), seeded in order, results in example order."""
+        together (a batching backend decodes their turns together), one seed per group, results in example order."""
         cfg, engine_kw = branching_config(self.branching, size, self.branching_options)
-        seeds = [next(self._seeds) if self._seeds is not None else None for _ in examples]
 
         async def group(ex: dict[str, Any], seed: int | None) -> Rollout:
             engine = self.engine_factory(llm, seed)
@@ -226,12 +236,12 @@ class RolloutFunc:
         t0 = time.perf_counter()
         if self.branching == "none":
             examples = [self.example_for(p, i) for i, p in enumerate(prompts)]
-            rollouts = asyncio.run(self._episodes(llm, examples))
+            rollouts = asyncio.run(self._episodes(llm, examples, self._draw_seeds(len(examples), trainer)))
             rows = [(r, r.trajectory or (r.trajectories[0] if r.trajectories else None), r.answer) for r in rollouts]
         else:
             size = self.group_size(trainer)
             examples = [self.example_for(prompts[s], s) for s in prompt_groups(prompts, size)]
-            rollouts = asyncio.run(self._branched(llm, examples, size))
+            rollouts = asyncio.run(self._branched(llm, examples, size, self._draw_seeds(len(examples), trainer)))
             rows = [(r, t, t.answer) for r in rollouts for t in r.trajectories]  # each group's rows consecutive
         t1 = time.perf_counter()
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],

@@ -124,9 +124,15 @@ def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dic
     rows = read_env_rows(settings) if settings.env else read_examples(settings.data)
     trainer = build_grpo_trainer(settings, model, tokenizer, rows, precision=compute.precision)
     out = trainer.train()
-    dest = save_checkpoint(trainer.model, tokenizer, settings.out)
-    gguf = None if settings.gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
+    main = trainer.is_world_process_zero()  # several processes (--processes): rank 0 saves, the others wait
+    dest = save_checkpoint(trainer.model, tokenizer, settings.out) if main else Path(settings.out)
+    gguf = None if settings.gguf == "none" or not main else \
+        str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
     result = {"out": str(dest), "gguf": gguf, "steps": int(out.global_step), "log_history": trainer.state.log_history,
-              "timings": trainer.rollout_func.timings, "compute": compute.record()}
-    (dest / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result}, indent=2, default=str))
+              "timings": trainer.rollout_func.timings, "compute": compute.record(),
+              "processes": int(trainer.args.world_size)}
+    if main:
+        (dest / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result}, indent=2,
+                                                          default=str))
+    trainer.accelerator.wait_for_everyone()
     return result
