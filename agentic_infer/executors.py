@@ -120,8 +120,8 @@ def _run_ray(steps: list[Any], cfg: ExecutorConfig, logging_dir: Path) -> None:
                                     "status`)? A cluster started with token auth needs its token here "
                                     "(RAY_AUTH_TOKEN, or the file ~/.ray/auth_token) and RAY_AUTH_MODE=token.") from e
         else:  # a private instance on loopback, bounded to the CPUs the run asks for
-            ray.init(num_cpus=cfg.workers * cfg.cpus_per_task, include_dashboard=False, log_to_driver=False,
-                     _node_ip_address="127.0.0.1")
+            ray.init(address="local", num_cpus=cfg.workers * cfg.cpus_per_task, include_dashboard=False,
+                     log_to_driver=False, _node_ip_address="127.0.0.1")  # "local": even beside a `ray start` head
         started = True
     try:
         RayPipelineExecutor(steps, tasks=cfg.tasks, workers=cfg.workers, logging_dir=str(logging_dir),

@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the `train` package, not bench/train.py
 RL = ROOT / "runs" / "rl" / "frozenlake"
 
 
@@ -72,17 +73,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="1 vs 2 training processes (see module docstring)")
     ap.add_argument("--sft-steps", type=int, default=4)
     ap.add_argument("--grpo", action="store_true")
+    ap.add_argument("--no-sft", action="store_true", help="skip the SFT comparison")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "train_processes.json"))
     args = ap.parse_args()
     res: dict = {"cores": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        one = sft_run(t / "sft1", args.sft_steps, "--set", "batch_size=4")
-        two = sft_run(t / "sft2", args.sft_steps, "--set", "batch_size=2", "--processes", "2")
-        res["sft"] = {"one": one, "two": two,
-                      "max_loss_diff": max(abs(a - b) for a, b in zip(one["loss"], two["loss"]))}
-        print(f"SFT {args.sft_steps} steps x 4 rows: 1 process {one['s_per_step']} s/step, 2 processes "
-              f"{two['s_per_step']} s/step; largest loss difference {res['sft']['max_loss_diff']:.2e}")
+        if not args.no_sft:
+            one = sft_run(t / "sft1", args.sft_steps, "--set", "batch_size=4")
+            two = sft_run(t / "sft2", args.sft_steps, "--set", "batch_size=2", "--processes", "2")
+            res["sft"] = {"one": one, "two": two,
+                          "max_loss_diff": max(abs(a - b) for a, b in zip(one["loss"], two["loss"]))}
+            print(f"SFT {args.sft_steps} steps x 4 rows: 1 process {one['s_per_step']} s/step, 2 processes "
+                  f"{two['s_per_step']} s/step; largest loss difference {res['sft']['max_loss_diff']:.2e}")
         if args.grpo:
             cfg = grpo_config(t)
             g1 = grpo_run(cfg, t / "grpo1", "--set", "trl.gradient_accumulation_steps=2")

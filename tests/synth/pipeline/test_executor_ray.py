@@ -45,11 +45,11 @@ def ray_head():
                    timeout=120)
 
 
-def test_ray_executor_gives_the_local_records_and_stats(tmp_path):
+def test_ray_executor_gives_the_local_records_and_stats(tmp_path, ray_head):
     data = write_nq(tmp_path / "nq.jsonl", 8)
     run_pipeline(_cfg(tmp_path / "local", data, 1, 1))
     cfg = _cfg(tmp_path / "ray", data, 2, 2)
-    cfg.executor.kind = "ray"  # no address: a private Ray on loopback, 2 CPUs
+    cfg.executor.kind = "ray"  # no address: a private Ray on loopback, 2 CPUs, beside the running head
     summary = run_pipeline(cfg)
     a, b = records(tmp_path / "local"), records(tmp_path / "ray")
     assert len(a) == 6 and Counter(a) == Counter(b)

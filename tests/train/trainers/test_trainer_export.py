@@ -47,6 +47,16 @@ def test_launch_configs(tmp_path, strategy):
     res = write_launch(tmp_path, "grpo", gpus=8, strategy=strategy, vllm_gpus=2, model="/m", train_args=["--config", "g.yaml"])
     acc = yaml.safe_load((tmp_path / "accelerate.yaml").read_text())
     assert acc["num_processes"] == 6
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    loaded = load_config_from_file(str(tmp_path / "accelerate.yaml"))  # Accelerate's own loader: unknown keys refused
+    assert loaded.distributed_type.value == acc["distributed_type"] and loaded.num_processes == 6
+    if strategy == "fsdp":  # the plugin Accelerate builds from these keys accepts them
+        from accelerate.utils import FullyShardedDataParallelPlugin
+
+        plugin = FullyShardedDataParallelPlugin(**{k if k == "fsdp_version" else k.removeprefix("fsdp_"): v
+                                                   for k, v in acc["fsdp_config"].items()})
+        assert plugin.fsdp_version == 2 and plugin.reshard_after_forward
     assert acc["distributed_type"] == {"zero2": "DEEPSPEED", "zero3": "DEEPSPEED", "fsdp": "FSDP", "ddp": "MULTI_GPU"}[strategy]
     if strategy.startswith("zero"):
         ds = json.loads((tmp_path / "deepspeed.json").read_text())
