@@ -71,7 +71,7 @@ async def test_a_sharded_run_with_an_llm_object_is_refused(hq16, tmp_path):
 def test_a_killed_sharded_run_resumes_without_generating_an_item_twice(hq16, tmp_path):
     out = tmp_path / "o"
     cmd = [sys.executable, "-m", "agentic_infer", "eval", "run", "--task", "hotpotqa", "--data", str(hq16),
-           "--engine", "direct", "--backend", REPLY + "&token_delay_s=0.02", "--executor", "local", "--tasks", "2",
+           "--engine", "direct", "--backend", REPLY + "&token_delay_s=0.05", "--executor", "local", "--tasks", "2",
            "--workers", "2", "--quiet", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
