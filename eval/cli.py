@@ -142,12 +142,18 @@ def compare_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions per task file.")] = None,  # noqa: UP007
     policy: Annotated[Optional[list[str]], typer.Option("--policy", help="Only this policy (repeatable; default all); the table keeps earlier results of the others.")] = None,  # noqa: UP007
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    executor: Annotated[Optional[str], typer.Option("--executor", help="Where each run's items go: local | ray | slurm (the spec's executor: overridden).")] = None,  # noqa: UP007
+    tasks: Annotated[Optional[int], typer.Option("--tasks", help="Shards per run.")] = None,  # noqa: UP007
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Shards at once.")] = None,  # noqa: UP007
 ) -> None:
     """Several policies against a base on the same tasks, with paired differences (eval.compare); resumable."""
     from eval.compare import compare, read_spec
 
-    compare(read_spec(spec), limit=limit, only=tuple(policy) if policy else None, echo=typer.echo,
-            progress=not quiet)
+    s = read_spec(spec)
+    given = {k: v for k, v in (("kind", executor), ("tasks", tasks), ("workers", workers)) if v is not None}
+    if given:
+        s = {**s, "executor": {**s["executor"], **given}}
+    compare(s, limit=limit, only=tuple(policy) if policy else None, echo=typer.echo, progress=not quiet)
 
 
 @eval_app.command("report")

@@ -36,12 +36,13 @@ from typing import Any
 
 from agentic_infer.config import read_config_file
 from agentic_infer.errors import ConfigError
+from agentic_infer.executors import ExecutorConfig
 from agentic_infer.runner import iter_jsonl
 from eval.runner import RunConfig, run_eval
 from eval.stats import summarize_values
 from eval.summary import read_results
 
-SPEC_KEYS = ("out", "engine", "corpus", "index", "base", "tasks", "policies", "concurrency")
+SPEC_KEYS = ("out", "engine", "corpus", "index", "base", "tasks", "policies", "concurrency", "executor")
 POLICY_KEYS = ("backend", "settings", "engine")
 
 
@@ -67,7 +68,7 @@ def check_spec(spec: Mapping[str, Any], *, where: str = "spec") -> dict[str, Any
     base = spec.get("base", next(iter(spec["policies"])))
     if base not in spec["policies"]:
         raise ConfigError(f"{where}: base={base!r} is not one of the policies {list(spec['policies'])}")
-    return {"engine": "search-o1", "corpus": None, "index": None, "concurrency": 1, **spec, "base": base}
+    return {"engine": "search-o1", "corpus": None, "index": None, "concurrency": 1, "executor": {}, **spec, "base": base}
 
 
 def run_config(spec: Mapping[str, Any], policy: str, task: str, *, limit: int | None) -> RunConfig:
@@ -75,7 +76,7 @@ def run_config(spec: Mapping[str, Any], policy: str, task: str, *, limit: int | 
     return RunConfig(task=task, data=str(spec["tasks"][task]), engine=p.get("engine", spec["engine"]),
                      backend=p["backend"], corpus=spec["corpus"], index=spec["index"], limit=limit,
                      concurrency=spec["concurrency"], settings=dict(p.get("settings") or {}),
-                     out=str(_root(spec, limit) / policy / task))
+                     executor=ExecutorConfig(**spec["executor"]), out=str(_root(spec, limit) / policy / task))
 
 
 def _root(spec: Mapping[str, Any], limit: int | None) -> Path:
@@ -98,7 +99,8 @@ def compare(spec: Mapping[str, Any], *, limit: int | None = None, only: tuple[st
             continue
         from agentic_infer.backends import load_llm
 
-        llm = load_llm(configs[0].backend)
+        ex = configs[0].executor  # sharded runs load the model in each shard; one process loads it once here
+        llm = load_llm(configs[0].backend) if ex.kind == "local" and ex.tasks == 1 else None
         for cfg in configs:
             echo(f"[eval compare] {policy} {cfg.task} -> {cfg.out}")
             asyncio.run(run_eval(cfg, llm=llm, progress=progress))

@@ -72,3 +72,19 @@ def test_compare_runs_each_policy_with_its_own_settings_and_pairs_them(tmp_path)
         compare(spec, only=("bse",), echo=lambda m: None)
     with pytest.raises(ConfigError, match="base='x' is not one of the policies"):
         compare({**spec, "base": "x"}, echo=lambda m: None)
+
+
+def test_compare_on_an_executor_gives_the_one_process_table(tmp_path):
+    data = tmp_path / "hq.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in HOTPOT), encoding="utf-8")
+    spec = {"out": str(tmp_path / "one"), "engine": "direct", "tasks": {"hotpotqa": str(data)},
+            "policies": {"base": {"backend": "fake://?reply=%5Cboxed%7BYes%7D"},
+                         "tuned": {"backend": "fake://?reply=%5Cboxed%7BRush%7D"}}}
+    one = compare(spec, echo=lambda m: None, progress=False)
+    two = compare({**spec, "out": str(tmp_path / "two"), "executor": {"kind": "local", "tasks": 2, "workers": 2}},
+                  echo=lambda m: None, progress=False)
+    def untimed(table):
+        return [{k: v for k, v in r.items() if k != "seconds_per_q"} for r in table]
+
+    assert untimed(one["table"]) == untimed(two["table"]) and len(one["table"]) >= 2
+    assert len(list((tmp_path / "two" / "full" / "tuned" / "hotpotqa").glob("shards/*/logs/completions/*"))) == 2
