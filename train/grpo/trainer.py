@@ -52,7 +52,7 @@ from trl import GRPOTrainer
 from agentic_infer.errors import ConfigError
 from agentic_infer.types import Rollout, Trajectory
 from train.grpo.rollout import trajectories_of
-from train.grpo.trained_rows import trained_mask, trained_rows
+from train.grpo.trained_rows import PROMPT_KEYS, trained_mask, trained_rows
 from train.rewards.tool_use import tool_counts
 
 log = logging.getLogger(__name__)
@@ -326,10 +326,8 @@ class AgenticGRPOTrainer(GRPOTrainer):
 
     def _rows_can_be_skipped(self) -> bool:
         """Rows without advantage leave the loss unchanged (`train.grpo.trained_rows`) unless a KL term or
-        AEPO's batch-standardised entropy involves them; one process only (a rank that skipped its backward
-        would leave the others waiting in DDP's all-reduce)."""
-        return (self.skip_zero_advantage and self.beta == 0.0 and self.estimator.aepo_alpha == 0
-                and self.accelerator.num_processes == 1)
+        AEPO's batch-standardised entropy involves them."""
+        return self.skip_zero_advantage and self.beta == 0.0 and self.estimator.aepo_alpha == 0
 
     def _zero_loss(self, model, inputs, mode: str) -> torch.Tensor:
         """The loss of a micro-batch without a trained row: 0, with no forward or backward. The step's entropy
@@ -339,6 +337,10 @@ class AgenticGRPOTrainer(GRPOTrainer):
                 _, entropies = self._completion_logps(model, inputs)
             m = trained_mask(inputs).float()
             self._metrics[mode]["entropy"].append(float((entropies * m).sum() / m.sum().clamp(min=1)))
+        if self.accelerator.num_processes > 1:  # DDP: this rank's backward must still reach the all-reduce, so a
+            one = {k: inputs[k][:1, -1:] if k in PROMPT_KEYS else inputs[k][:1, :1]  # forward of one token, x 0
+                   for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")}
+            return self._completion_logps(model, one)[0].sum() * 0.0
         return torch.zeros((), device=inputs["completion_ids"].device, requires_grad=True)
 
     # -- echo trap ---------------------------------------------------------------------------------------------

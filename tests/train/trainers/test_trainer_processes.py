@@ -65,3 +65,29 @@ def test_each_rank_seeds_its_episodes_as_one_process_would(tokenizer):
 
     assert seeds_of(0, 1, calls=4) == list(range(10, 18))
     assert seeds_of(0, 2) == [10, 11, 14, 15] and seeds_of(1, 2) == [12, 13, 16, 17]
+
+
+def test_grpo_on_two_processes_when_a_rank_has_no_row_to_train(tmp_path, tiny_dir):
+    """`agentic train grpo --processes 2` end to end (launch, rollouts per rank, gather, rank 0 saves). A tiny random
+    policy never solves FrozenLake, so every group has zero reward variance and each rank takes the zero-loss path
+    (a one-token forward x 0). The uneven case, one rank training and the other not, needs a policy with reward
+    variance: measured in bench/train_processes.py (loss equal to one process's), not in this suite."""
+    import yaml
+
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("".join(json.dumps({"id": f"frozenlake-{s}", "seed": s, "view": "described"}) + "\n"
+                             for s in (10000, 10001)))
+    cfg = {"model": f"hf://{tiny_dir}", "data": str(seeds), "env": "frozenlake", "num_generations": 2,
+           "batch_size": 2, "rollout_batch": 2, "max_steps": 1, "gguf": "none", "mi_every": 0, "precision": "fp32",
+           "seed": 0, "max_completion_length": 512,
+           "engine_config": {"max_turns": 2, "max_tokens_per_turn": 4, "sampling": {"temperature": 1.0, "logprobs": 0}}}
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "grpo"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "agentic_infer", "train", "grpo", "--config", str(tmp_path / "g.yaml"),
+                           "--out", str(out), "--processes", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((out / "grpo_result.json").read_text())
+    [step] = [h for h in result["log_history"] if "loss" in h]
+    assert result["processes"] == 2 and step["reward"] == 0.0 and step["loss"] == 0.0
