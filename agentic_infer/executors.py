@@ -23,11 +23,15 @@ Every kind raises `ExecutorError` naming the tasks that did not finish and where
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +148,24 @@ when it is first imported, so a process that imported ray before must set RAY_AU
         log.info("ray: token auth on (a token is available; RAY_AUTH_MODE=token)")
 
 
+@contextlib.contextmanager
+def local_ray_head(cpus: int) -> Iterator[str]:
+    """A Ray head on this machine (`ray start --head` on a free port, `cpus` CPUs), as a cluster user has one running;
+    yields its address for `ray_address` and stops it (`ray stop --force`) at the end."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray = str(Path(sys.executable).parent / "ray")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}",
+                    "--include-dashboard=false", "--disable-usage-stats"], check=True, env=env, capture_output=True,
+                   timeout=120)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
 def _run_slurm(steps: list[Any], cfg: ExecutorConfig, logging_dir: Path, job_name: str) -> None:
     if shutil.which("sbatch") is None:
         raise ConfigError("executor.kind=slurm: no `sbatch` on PATH; run on a Slurm login node (here: `make "
@@ -175,4 +197,4 @@ def _in_queue(job_id: str) -> bool:
     raise ExecutorError(f"squeue -j {job_id} failed: {out.stderr.strip()}; is slurmctld running (`scontrol ping`)?")
 
 
-__all__ = ["KINDS", "ExecutorConfig", "ExecutorError", "incomplete_ranks", "run_steps"]
+__all__ = ["KINDS", "ExecutorConfig", "ExecutorError", "incomplete_ranks", "local_ray_head", "run_steps"]

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib.util
 import json
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,23 +37,7 @@ HOTPOT_DEV = ROOT.parent / "shared" / "data" / "multihop" / "hotpotqa_dev_distra
 EMBEDDED = "llamacpp://default?n_threads=1"
 
 
-RAY_HEAD: dict[str, str] = {}  # the address of the Ray head this benchmark started (`ray_head`)
-
-
-@contextlib.contextmanager
-def ray_head(cpus: int):
-    """A Ray head on loopback (`ray start --head`), as a cluster user has one running; stopped at the end."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ray = str(Path(sys.executable).parent / "ray")
-    subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}",
-                    "--include-dashboard=false", "--disable-usage-stats"], check=True, capture_output=True)
-    RAY_HEAD["address"] = f"127.0.0.1:{port}"
-    try:
-        yield
-    finally:
-        subprocess.run([ray, "stop", "--force"], capture_output=True)
+RAY_HEAD: dict[str, str] = {}  # the address of the Ray head this benchmark started (`local_ray_head`)
 
 
 def layouts(tasks: int) -> dict[str, dict]:
@@ -160,7 +140,10 @@ def main() -> None:
     ap.add_argument("--eval-max-tokens", type=int, default=64)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "executors.json"))
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, ray_head(args.tasks):
+    from agentic_infer.executors import local_ray_head
+
+    with tempfile.TemporaryDirectory() as tmp, local_ray_head(args.tasks) as address:
+        RAY_HEAD["address"] = address
         synth = bench_synth_layouts(Path(tmp), args)
         ev = bench_eval_layouts(Path(tmp), args) if args.eval_questions else None
     result = {"questions": args.questions, "samples": args.samples, "concurrency": args.concurrency,

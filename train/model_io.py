@@ -160,6 +160,17 @@ def save_checkpoint(model: Any, tokenizer: Any, out: str | Path) -> Path:
 
 
 # -- GGUF export -----------------------------------------------------------------------------------------------
+def save_trained(trainer: Any, tokenizer: Any, out: str | Path, *, gguf: str) -> tuple[Path, str | None, bool]:
+    """After `trainer.train()`: rank 0 (or the one process) saves the HF checkpoint into `out` and, unless `gguf` is
+    "none", `policy.gguf` beside it; other ranks of a launched job (`--processes`) save nothing. Returns the folder,
+    the GGUF path (None when not written here) and whether this process saved."""
+    main = trainer.is_world_process_zero()
+    if not main:
+        return Path(out), None, False
+    dest = save_checkpoint(trainer.model, tokenizer, out)
+    return dest, None if gguf == "none" else str(export_gguf(dest, dest / "policy.gguf", outtype=gguf)), True
+
+
 def converter_dir() -> Path:
     """llama.cpp's converter (script, `conversion/`, `gguf-py/`), extracted once from the pinned sdist."""
     target = cache_dir() / f"llama-cpp-converter-{CONVERTER_VERSION}"

@@ -219,7 +219,7 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
     """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`;
     `compute`: precision and threads already resolved by a caller (default: resolved here, once)."""
     from agentic_infer.lineage import write_policy_lineage
-    from train.model_io import export_gguf, load_trainable, save_checkpoint
+    from train.model_io import load_trainable, save_trained
 
     if not settings.data:
         raise ConfigError("no training data: pass --data PATH (JSONL of rollouts, trajectories or tokenized rows)")
@@ -235,10 +235,7 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
     t0 = time.perf_counter()
     out = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
-    main = trainer.is_world_process_zero()  # several processes (--processes): rank 0 saves, the others wait
-    dest = save_checkpoint(trainer.model, tokenizer, settings.out) if main else Path(settings.out)
-    gguf = None if settings.gguf == "none" or not main else \
-        str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
+    dest, gguf, main = save_trained(trainer, tokenizer, settings.out, gguf=settings.gguf)  # rank 0 saves
     tokens = sum(sum(1 for x in r["labels"] if x != -100) for r in rows) if kind == "tokens" else 0
     history = [{k: float(v) for k, v in h.items() if isinstance(v, (int, float))}
                for h in trainer.state.log_history if "loss" in h]

@@ -114,7 +114,7 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
 def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dict[str, Any]:
     """Train, save the HF checkpoint (and GGUF) into `settings.out`; `compute`: precision and threads already
     resolved by a caller (default: resolved here, once)."""
-    from train.model_io import export_gguf, load_trainable, save_checkpoint
+    from train.model_io import load_trainable, save_trained
 
     if not settings.data and not settings.env:
         raise ConfigError("no training data: set data: questions.jsonl in the config (or --set data=...)")
@@ -124,10 +124,7 @@ def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dic
     rows = read_env_rows(settings) if settings.env else read_examples(settings.data)
     trainer = build_grpo_trainer(settings, model, tokenizer, rows, precision=compute.precision)
     out = trainer.train()
-    main = trainer.is_world_process_zero()  # several processes (--processes): rank 0 saves, the others wait
-    dest = save_checkpoint(trainer.model, tokenizer, settings.out) if main else Path(settings.out)
-    gguf = None if settings.gguf == "none" or not main else \
-        str(export_gguf(dest, dest / "policy.gguf", outtype=settings.gguf))
+    dest, gguf, main = save_trained(trainer, tokenizer, settings.out, gguf=settings.gguf)  # rank 0 saves
     result = {"out": str(dest), "gguf": gguf, "steps": int(out.global_step), "log_history": trainer.state.log_history,
               "timings": trainer.rollout_func.timings, "compute": compute.record(),
               "processes": int(trainer.args.world_size)}

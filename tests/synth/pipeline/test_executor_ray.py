@@ -4,7 +4,6 @@ killed mid-run is resubmitted and finishes without loss, duplicates or a cached 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,6 @@ from tests.synth.pipeline.test_resume import _cfg, records, write_nq
 
 pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[3]
-RAY = str(Path(sys.executable).parent / "ray")
 
 
 def _stats(out: Path) -> list[dict]:
@@ -33,16 +31,10 @@ def _steps(out: Path) -> list[tuple]:
 @pytest.fixture(scope="module")
 def ray_head():
     """A Ray head on loopback with 2 CPUs, started as a user would (`ray start --head`), stopped after."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-                    "--include-dashboard=false", "--disable-usage-stats"], check=True, env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-    yield f"127.0.0.1:{port}"
-    subprocess.run([RAY, "stop", "--force"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=120)
+    from agentic_infer.executors import local_ray_head
+
+    with local_ray_head(2) as address:
+        yield address
 
 
 def test_ray_executor_gives_the_local_records_and_stats(tmp_path, ray_head):
