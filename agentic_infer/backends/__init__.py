@@ -7,7 +7,7 @@
 | `openai://HOST:PORT/v1?model=NAME` | any OpenAI-compatible server |
 | `hf:///path/to/model` | transformers, local files (GGUF via `?gguf_file=`) |
 | `vllm://MODEL_OR_PATH` | vLLM offline engine (GPU) |
-| `fake://` | `agentic_infer.testing.FakeLLM` echoing a fixed reply (`?reply=...`) |
+| `fake://` | `agentic_infer.testing.FakeLLM` echoing a fixed reply (`?reply=...`), or a script `?script=MODULE:FACTORY` (`FACTORY()` returns a function of the prompt; each process builds its own) |
 
 Query options are typed by the backend's constructor and validated; an unknown option or a bad
 value is a `ConfigError` naming it.
@@ -54,7 +54,7 @@ BACKENDS: dict[str, BackendInfo] = {
 
 
 # Options read from the URI itself rather than passed to the constructor.
-URI_ONLY_OPTIONS = {"openai": ("https", "api_key_env")}
+URI_ONLY_OPTIONS = {"openai": ("https", "api_key_env"), "fake": ("script",)}
 # Options that set how fast a backend runs, never what it computes (llama.cpp's matrix products give the same
 # logits on 1 or 2 threads: tests/agentic_infer/backends/test_llamacpp.py): a resumed run may change them.
 SPEED_OPTIONS = {"llamacpp": ("n_threads", "n_threads_batch"), "openai": ("concurrency", "timeout", "retries", "max_wait")}
@@ -140,6 +140,12 @@ def _positional(scheme: str, parts: Any, kwargs: dict[str, Any], uri_only: dict[
         key_env = uri_only.get("api_key_env", "OPENAI_API_KEY")
         base = f"{'https' if https else 'http'}://{parts.netloc}{parts.path or '/v1'}"
         return {"base_url": base, "api_key": os.environ.get(key_env)}
+    if scheme == "fake" and "script" in uri_only:  # a scripted model every process can rebuild: MODULE:FACTORY
+        target = uri_only["script"]
+        if ":" not in target:
+            raise ConfigError(f"backend URI {uri!r}: script={target!r} must name MODULE:FACTORY, a callable that "
+                              "returns the script (a function of the prompt)")
+        return {"responses": _import(target)()}
     if scheme in ("hf", "vllm"):
         if not location:
             raise ConfigError(f"backend URI {uri!r}: missing model path, e.g. {BACKENDS[scheme].example}")

@@ -3,11 +3,12 @@ Chain-of-Agents runs linearised into AFM trajectories), exports for trainers, an
 
     agentic synth demos --task musique --data ../shared/data/multihop/musique_train_100.json --out demos/
     agentic synth coa --task musique --data ../shared/data/multihop/musique_train_100.json --out coa/
+    agentic synth coa ... --executor slurm --tasks 4     # demos and coa: the questions in blocks on ray / slurm
     agentic synth export --in demos/ --format tokenized --out demos/sft.jsonl
     agentic synth tree-data --in runs/lats-game24 --out tree-data/ [--scope tree] [--margin 0.1]
 
-Each command is thin: it validates its options, calls one library function (`synth.demos.run_demos`,
-`synth.coa.build_coa`, `synth.export.export`, `synth.trees.tree_data`) and prints a one-line summary; every output
+Each command is thin: it validates its options, calls one library function (`synth.blocks.run_build` for demos
+and coa, `synth.export.export`, `synth.trees.tree_data`) and prints a one-line summary; every output
 directory holds `stats.json`. `agentic synth fuzzqa` is in `synth_fuzzqa.py`. Bad input is one line on stderr and exit code 2 (see `agentic_infer.cli`).
 """
 
@@ -23,6 +24,7 @@ from rich.console import Console
 from agentic_infer.cli.app import synth_app
 from agentic_infer.cli.settings import RemovedFlag, removed_flags
 from agentic_infer.errors import ConfigError
+from synth.cli.pipeline import Executor, Tasks, Workers
 
 
 def _ints(spec: str, name: str) -> tuple[int, ...]:
@@ -52,36 +54,27 @@ def demos(
     corpus: Annotated[str, typer.Option(help="question (its own paragraphs) | pooled (all loaded questions).")]
     = "question",
     overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
+    executor: Executor = "local", tasks: Tasks = 1, workers: Workers = 1,
 ) -> None:
     """Demonstrations from gold decompositions, run through the real Search-o1 engine and verified."""
-    from synth.demos import DemoOptions, run_demos
+    from synth.blocks import BuildSpec, run_build
+    from synth.demos import DemoOptions
 
     removed_flags({"--top-k": (top_k, "--k (documents per search)")})
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--limit {limit}: must be >= 1")
-    if (out / "trajectories.jsonl").exists() and not overwrite:
-        raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
-                          "(nothing was written)")
     options = DemoOptions(wordings=tuple(w.strip() for w in wordings.split(",") if w.strip()),
                           ks=_ints(k, "k"), max_variants=variants, corpus=corpus)
-    stats = run_demos(task, data, out, vocab=_vocab(tokenizer, backend), limit=limit, options=options,
-                      overwrite=overwrite)
+    spec = BuildSpec("demos", task, str(data), options, limit=limit, tokenizer=tokenizer, backend=backend)
+    stats = run_build(spec, out, _executor(executor, tasks, workers), overwrite=overwrite)
     Console(stderr=True).print(
         f"demos: {stats['kept']} verified from {stats['questions']} questions ({stats['variants_tried']} variants "
         f"tried, rejected {stats['rejected']}, no plan {stats['no_plan']}); {stats['demos_per_min']} demos/min "
         f"-> {out}/trajectories.jsonl")
 
 
-def _vocab(tokenizer: str, backend: str | None):
-    from synth.demos import Vocab
+def _executor(kind: str, tasks: int, workers: int):
+    from agentic_infer.executors import ExecutorConfig
 
-    if backend:
-        from agentic_infer.backends import load_llm
-
-        return Vocab(load_llm(backend))
-    from agentic_infer.backends.tokenizer import load_tokenizer
-
-    return Vocab(load_tokenizer(tokenizer))
+    return ExecutorConfig(kind=kind, tasks=tasks, workers=workers)
 
 
 @synth_app.command("coa")
@@ -101,32 +94,18 @@ def coa(
                                            "role: --role-backend).")] = "teacher-free",
     role_backend: Annotated[str | None, typer.Option(help="Backend URI of every role in --mode llm.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing trajectories.jsonl.")] = False,
+    executor: Executor = "local", tasks: Tasks = 1, workers: Workers = 1,
 ) -> None:
     """Chain-of-Agents runs (a LangGraph role graph) linearised into AFM trajectories, progressively filtered."""
-    import asyncio
+    from synth.blocks import BuildSpec, run_build
+    from synth.coa import CoAOptions
 
-    from agentic_infer.tasks import get_task
-    from synth.coa import CoAOptions, build_coa, write_coa
-
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--limit {limit}: must be >= 1")
-    if (out / "trajectories.jsonl").exists() and not overwrite:
-        raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
-                          "(nothing was written)")
-    options = CoAOptions(k=k, corpus=corpus, mode=mode)
     if (mode == "llm") != (role_backend is not None):
         raise ConfigError(f"--mode {mode} --role-backend {role_backend!r}: the llm mode needs --role-backend URI, "
                           "the teacher-free mode takes none")
-    llms = None
-    if role_backend is not None:
-        from agentic_infer.backends import load_llm
-
-        llms = load_llm(role_backend)
-    t = get_task(task)
-    result = asyncio.run(build_coa(t.load(data, limit=limit), _vocab(tokenizer, backend), options, task=t.name,
-                                   llms=llms))
-    write_coa(out, result, overwrite=overwrite)
-    s = result.stats
+    spec = BuildSpec("coa", task, str(data), CoAOptions(k=k, corpus=corpus, mode=mode), limit=limit,
+                     tokenizer=tokenizer, backend=backend, role_backend=role_backend)
+    s = run_build(spec, out, _executor(executor, tasks, workers), overwrite=overwrite)
     Console(stderr=True).print(
         f"coa: {s['kept']} kept of {s['built']} runs from {s['questions']} questions ({s['kept_with_reflection']} "
         f"with a reflection; dropped {s['dropped'] or 'none'}; no plan {s['no_plan'] or 'none'}); "

@@ -3,6 +3,7 @@
     agentic synth fuzzqa --corpus wiki-vital --n 50 --llm llamacpp://default --out fuzz/ --set judge=yes-no
     agentic synth fuzzqa --grounded musique:../shared/data/multihop/musique_full_train_100.jsonl --n 20 \\
         --llm llamacpp://default --out fuzz-g/ --set k_closed_book=4
+    agentic synth fuzzqa ... --executor slurm --tasks 8       # the seeds in blocks on ray / slurm, merged into --out
     agentic eval run --task hotpotqa --data fuzz/qa.jsonl ...      # the output is HotpotQA-format
 
 Thin: validates its flags, builds `FuzzQAConfig` (`--config FILE.yaml`, `--set KEY=VALUE`, `--show-config`)
@@ -21,6 +22,8 @@ from rich.console import Console
 
 from agentic_infer.cli.app import synth_app
 from agentic_infer.cli.settings import ConfigFile, Set, ShowConfig, engine_settings
+from agentic_infer.executors import ExecutorConfig
+from synth.cli.pipeline import Executor, Tasks, Workers
 
 
 @synth_app.command("fuzzqa")
@@ -38,6 +41,7 @@ def fuzzqa(
     config_file: ConfigFile = None,
     sets: Set = None,
     show_config: ShowConfig = False,
+    executor: Executor = "local", tasks: Tasks = 1, workers: Workers = 1,
 ) -> None:
     """Fuzzed multi-hop QA from seed documents: base QA, INJECT / FUZZ edits, five gates, provenance, funnel."""
     from synth.fuzzqa.config import FuzzQAConfig
@@ -55,9 +59,16 @@ def fuzzqa(
 
     if grounded:
         parse_grounded(grounded)  # fail on a bad spec before loading any model
+    ex = ExecutorConfig(kind=executor, tasks=tasks, workers=workers)
+    console = Console(stderr=True)
+    if ex.kind != "local" or ex.tasks > 1:  # the seeds in blocks on the executor; each rank loads the backends
+        from synth.fuzzqa.distributed import run_fuzzqa_on
+
+        stats = run_fuzzqa_on(ex, out, llm=llm, judge=judge, corpus=corpus, grounded=grounded, n=n, config=cfg)
+        _summary(console, stats, out)
+        return
     policy = load_llm(llm)
     judge_llm = policy if judge in (None, llm) else load_llm(judge)
-    console = Console(stderr=True)
 
     def progress(row: dict) -> None:
         status = "kept" if row.get("qa") else "no QA"
@@ -65,6 +76,10 @@ def fuzzqa(
 
     stats = asyncio.run(run_fuzzqa(out, llm=policy, judge_llm=judge_llm, corpus=corpus, grounded=grounded, n=n,
                                    config=cfg, on_seed=progress))
+    _summary(console, stats, out)
+
+
+def _summary(console: Console, stats: dict, out: Path) -> None:
     gates = " -> ".join(f"{g} {s['in']}/{s['out']}" for g, s in stats["gates"].items())
     console.print(f"fuzzqa: {stats['qas']} QAs from {stats['seeds']} seeds; write {stats['write']['in']}/"
                   f"{stats['write']['out']}; gates (in/out) {gates} -> {out}/qa.jsonl")

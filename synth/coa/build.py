@@ -106,14 +106,16 @@ async def build_one(plan: GoldPlan, retriever: Any, vocab: Vocab, options: CoAOp
 
 
 async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options: CoAOptions = CoAOptions(),
-                    *, task: str | None = None, llms: Any = None) -> CoAResult:
-    """Filtered CoA trajectories for `examples` (loaded with `get_task(...).load`) and the run's stats."""
+                    *, task: str | None = None, only: Sequence[int] | None = None, llms: Any = None) -> CoAResult:
+    """Filtered CoA trajectories for `examples` (loaded with `get_task(...).load`) and the run's stats. `only`: the
+    indices of the examples to build (a shard's block; the pooled corpus still spans every example)."""
     t0 = time.perf_counter()
     result = CoAResult()
     no_plan: Counter[str] = Counter()
     pooled = pooled_index(examples) if options.corpus == "pooled" else None
     built = 0
-    for ex in examples:
+    todo = examples if only is None else [examples[i] for i in only]
+    for ex in todo:
         plan, why = gold_plan(ex)
         docs = question_paragraphs(ex.get("raw", ex)) if plan is not None and pooled is None else None
         if plan is None or (pooled is None and not docs):
@@ -130,7 +132,7 @@ async def build_coa(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options
     wall = time.perf_counter() - t0
     kept = result.trajectories
     result.stats = {
-        "step": "coa", "mode": options.mode, "task": task, "questions": len(examples), "no_plan": dict(no_plan),
+        "step": "coa", "mode": options.mode, "task": task, "questions": len(todo), "no_plan": dict(no_plan),
         "built": built, "kept": len(kept), "dropped": dict(Counter(d["reason"] for d in result.dropped)),
         "kept_with_reflection": sum(t.metadata["coa"]["reflections"] > 0 for t in kept),
         "tokens": sum(len(t.token_ids()) for t in kept), "wall_s": round(wall, 3),

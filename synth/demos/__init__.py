@@ -8,7 +8,6 @@ from synth.demos.build import (
            DemoResult,
            build_demo,
            build_demos,
-           run_demos,
            script,
            variants,
            verify_demo,
@@ -18,5 +17,5 @@ from synth.demos.plans import GoldPlan, Hop, gold_plan
 from synth.demos.scripted import RecordingRetriever, ScriptedPolicy, ScriptedRid, Vocab
 
 __all__ = ["DemoOptions", "DemoResult", "GoldPlan", "Hop", "RecordingRetriever", "ScriptedPolicy", "ScriptedRid",
-           "Vocab", "build_demo", "build_demos", "gold_plan", "run_demos", "script", "variants", "verify_demo",
+           "Vocab", "build_demo", "build_demos", "gold_plan", "script", "variants", "verify_demo",
            "write_demos"]

@@ -1,6 +1,6 @@
 """Demonstrations from gold decompositions: Search-o1 trajectories built by running the real engine.
 
-    from synth.demos import DemoOptions, Vocab, build_demos, run_demos
+    from synth.demos import DemoOptions, Vocab, build_demos
     result = asyncio.run(build_demos(examples, Vocab(load_tokenizer("default")), DemoOptions()))
     result.trajectories   # verified Trajectory records; result.stats: counts, rejections by reason
 
@@ -27,7 +27,6 @@ answer is an exact match of the gold. Verdicts land in `rewards` (`em`, `f1`, `c
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import time
@@ -195,8 +194,9 @@ def pooled_index(examples: Sequence[Mapping[str, Any]]) -> BM25Index:
 
 
 async def build_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options: DemoOptions = DemoOptions(),
-                      *, task: str | None = None) -> DemoResult:
-    """Verified demonstrations for `examples` (loaded with `get_task(...).load`) and the run's stats."""
+                      *, task: str | None = None, only: Sequence[int] | None = None) -> DemoResult:
+    """Verified demonstrations for `examples` (loaded with `get_task(...).load`) and the run's stats. `only`: the
+    indices of the examples to build (a shard's block; the pooled corpus still spans every example)."""
     t0 = time.perf_counter()
     result = DemoResult()
     no_plan: Counter[str] = Counter()
@@ -204,7 +204,8 @@ async def build_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, optio
     tried = 0
     questions_kept = 0
     pooled = pooled_index(examples) if options.corpus == "pooled" else None
-    for ex in examples:
+    todo = examples if only is None else [examples[i] for i in only]
+    for ex in todo:
         plan, why = gold_plan(ex)
         if plan is None:
             no_plan[why or "unknown"] += 1
@@ -229,7 +230,7 @@ async def build_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, optio
     wall = time.perf_counter() - t0
     kept = len(result.trajectories)
     result.stats = {
-        "step": "demos", "task": task, "questions": len(examples), "no_plan": dict(no_plan),
+        "step": "demos", "task": task, "questions": len(todo), "no_plan": dict(no_plan),
         "variants_tried": tried, "kept": kept, "rejected": dict(rejected), "questions_with_demo": questions_kept,
         "tokens": sum(len(t.token_ids()) for t in result.trajectories), "wall_s": round(wall, 3),
         "demos_per_min": round(kept / wall * 60, 1) if wall > 0 else None, "options": asdict(options),
@@ -248,19 +249,3 @@ def write_demos(out: str | Path, result: DemoResult, *, overwrite: bool = False)
     write_jsonl(path, (t.to_json() for t in result.trajectories))
     (out / "stats.json").write_text(json.dumps(result.stats, indent=2), encoding="utf-8")
     return path
-
-
-def run_demos(task: str, data: str | Path, out: str | Path, *, vocab: Vocab, limit: int | None = None,
-              options: DemoOptions = DemoOptions(), overwrite: bool = False) -> dict[str, Any]:
-    """Load `data` with eval's task loader, build and write the demonstrations; returns the stats."""
-    from agentic_infer.tasks import get_task
-
-    if (Path(out) / "trajectories.jsonl").exists() and not overwrite:
-        raise ConfigError(f"{Path(out) / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
-                          "(nothing was written)")
-    t = get_task(task)
-    examples = t.load(data, limit=limit)
-    result = asyncio.run(build_demos(examples, vocab, options, task=t.name))
-    result.stats["data"] = str(data)
-    write_demos(out, result, overwrite=overwrite)
-    return result.stats

@@ -18,7 +18,7 @@ Writes, under `out`:
 Corpora: `wiki-vital` (default; seeds from it, the with-tools agent searches the prebuilt default BM25 index),
 `multihop` / `multihop-pooled`, or a corpus file/directory (an in-memory BM25 index). Grounded mode
 (`grounded="TASK:FILE"`) takes its seeds from FILE and, without `corpus`, searches eval's pooled corpus of FILE.
-Not covered: datatrove executors (the seeds run in one process; a seed is the unit of resume).
+On an executor (`--executor ray|slurm`, `--tasks N`): `synth.fuzzqa.distributed`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -144,37 +145,66 @@ def funnel(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- the run ------------------------------------------------------------------------------------------
-async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None, corpus: str | None = None,
-                     grounded: str | None = None, n: int = 50, config: FuzzQAConfig | None = None,
-                     retriever: Any = None, on_seed: Any = None) -> dict[str, Any]:
-    """Synthesize QAs from `n` seeds into `out` (see the module docstring); returns the stats written."""
-    cfg = config or FuzzQAConfig()
+def seed_id(seed: Any) -> str:
+    return seed.id if isinstance(seed, Document) else seed.seed_id
+
+
+def plan_seeds(corpus: str | None, grounded: str | None, n: int, cfg: FuzzQAConfig
+               ) -> tuple[list[Any], Counter, str, Any]:
+    """The run's seeds (in order), the grounded seeds skipped by reason, the source's name, and the retriever the
+    with-tools agent searches when none is given (None: `corpus`'s own, built by `corpus_retriever`)."""
     if not isinstance(n, int) or n < 1:
         raise ConfigError(f"--n {n!r}: must be an integer >= 1")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     if grounded:
         task, path = parse_grounded(grounded)
         gseeds, skipped = grounded_seeds(task, path)
         seeds: list[Any] = gseeds[:n]
-        if corpus is None and retriever is None:
+        retriever = None
+        if corpus is None:
             from agentic_infer.tasks._multihop import pooled
             from agentic_infer.tools.retrieval.bm25 import BM25Index
 
             retriever = BM25Index.from_documents(pooled(path))
         source = f"grounded:{task}:{path.name}"
     else:
-        skipped = Counter()
-        name, docs = corpus_documents(corpus or "wiki-vital")
+        skipped, retriever = Counter(), None
+        _, docs = corpus_documents(corpus or "wiki-vital")
         seeds = pick_seeds(docs, n, min_words=cfg.min_seed_words, seed=cfg.seed)
         source = corpus or "wiki-vital"
-    if retriever is None:
-        corpus_name = CORPUS_ALIASES.get(corpus or "wiki-vital", corpus or "wiki-vital")
-        docs = [] if corpus_name == "wiki-vital" else corpus_documents(corpus_name)[1]
-        retriever = make_retriever(corpus_name, docs)
     if not seeds:
         raise ConfigError(f"no seeds: {grounded or corpus!r} gave no usable seed (skipped: {dict(skipped)})")
+    return seeds, skipped, source, retriever
+
+
+def corpus_retriever(corpus: str | None) -> Any:
+    """The index the with-tools agent searches for `corpus` (default wiki-vital's prebuilt one)."""
+    corpus_name = CORPUS_ALIASES.get(corpus or "wiki-vital", corpus or "wiki-vital")
+    docs = [] if corpus_name == "wiki-vital" else corpus_documents(corpus_name)[1]
+    return make_retriever(corpus_name, docs)
+
+
+def run_stats(records: list[dict[str, Any]], *, source: str, grounded: str | None, n: int, seeds: int,
+              skipped: Counter, requests: dict[str, Any], resumed: int, wall: float,
+              cfg: FuzzQAConfig) -> dict[str, Any]:
+    """stats.json of a run: the funnel of `records` and what the run paid (`requests`: llm_requests, judge_calls,
+    backend_calls)."""
+    return {"source": source, "mode": "grounded" if grounded else "ungrounded", "n": n, "seeds_planned": seeds,
+            "seeds_skipped": dict(skipped), **funnel(records), **requests, "resumed_seeds": resumed,
+            "wall_s": round(wall, 1), "config": _config_dict(cfg)}
+
+
+async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None, corpus: str | None = None,
+                     grounded: str | None = None, n: int = 50, config: FuzzQAConfig | None = None,
+                     retriever: Any = None, on_seed: Any = None, only: Collection[str] | None = None
+                     ) -> dict[str, Any]:
+    """Synthesize QAs from `n` seeds into `out` (see the module docstring); returns the stats written. `only`: the
+    seed ids to run (a shard's block; `synth.fuzzqa.distributed`), default all."""
+    cfg = config or FuzzQAConfig()
+    out = Path(out)
+    t0 = time.perf_counter()
+    seeds, skipped, source, planned_retriever = plan_seeds(corpus, grounded, n, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    retriever = retriever or planned_retriever or corpus_retriever(corpus)
 
     policy: Any = llm
     if cfg.cache:
@@ -189,15 +219,14 @@ async def run_fuzzqa(out: str | Path, *, llm: LLM, judge_llm: LLM | None = None,
     records = read_records(prov_path)
     done = {r["seed_id"] for r in records}
     write_jsonl(qa_path, (r["qa"] for r in records if r.get("qa")))
-    todo = [s for s in seeds if (s.id if isinstance(s, Document) else s.seed_id) not in done]
-    log.info("fuzzqa: %d seeds, %d already done, %d to run", len(seeds), len(seeds) - len(todo), len(todo))
+    todo = [s for s in seeds if seed_id(s) not in done and (only is None or seed_id(s) in only)]
+    log.info("fuzzqa: %d seeds, %d already done, %d to run", len(seeds), len(done), len(todo))
 
     def write_stats() -> dict[str, Any]:
-        stats = {"source": source, "mode": "grounded" if grounded else "ungrounded", "n": n,
-                 "seeds_planned": len(seeds), "seeds_skipped": dict(skipped), **funnel(records),
-                 "llm_requests": policy.requests, "judge_calls": getattr(judge, "calls", 0),
-                 "backend_calls": getattr(policy.llm, "misses", None), "resumed_seeds": len(done),
-                 "wall_s": round(time.perf_counter() - t0, 1), "config": _config_dict(cfg)}
+        paid = {"llm_requests": policy.requests, "judge_calls": getattr(judge, "calls", 0),
+                "backend_calls": getattr(policy.llm, "misses", None)}
+        stats = run_stats(records, source=source, grounded=grounded, n=n, seeds=len(seeds), skipped=skipped,
+                          requests=paid, resumed=len(done), wall=time.perf_counter() - t0, cfg=cfg)
         with atomic_open(out / "stats.json") as f:
             f.write(json.dumps(stats, indent=2, ensure_ascii=False))
         return stats
