@@ -53,14 +53,15 @@ def grpo_run(cfg: Path, out: Path, *extra: str) -> dict:
             "reward_std": h["reward_std"], "loss": h["loss"]}
 
 
-def grpo_config(tmp: Path) -> Path:
+def grpo_config(tmp: Path, *, seeds: int = 2, steps: int = 1) -> Path:
+    """GRPO from the FrozenLake SFT policy of `make rl` on its first `seeds` train seeds, `steps` steps."""
     from train.rl import RLSettings
 
     s = RLSettings(game="frozenlake")
-    seeds = tmp / "seeds.jsonl"
-    seeds.write_text("".join(json.dumps(r) + "\n" for r in s.rows(s.train_seed_start, 2)))
-    cfg = {"model": str(RL / "sft" / "model"), "data": str(seeds), "env": "frozenlake", "num_generations": 4,
-           "batch_size": 4, "rollout_batch": 4, "max_steps": 1, "learning_rate": 2e-5, "max_completion_length": 4096,
+    rows = tmp / "seeds.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in s.rows(s.train_seed_start, seeds)))
+    cfg = {"model": str(RL / "sft" / "model"), "data": str(rows), "env": "frozenlake", "num_generations": 4,
+           "batch_size": 4, "rollout_batch": 4, "max_steps": steps, "learning_rate": 2e-5, "max_completion_length": 4096,
            "gguf": "none", "mi_every": 0, "precision": "fp32", "seed": 0,
            "engine_config": {**s.agent, "sampling": {"temperature": 1.0, "logprobs": 0}},
            "trl": {"temperature": 1.0, "gradient_checkpointing": False}}

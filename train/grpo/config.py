@@ -9,7 +9,8 @@
                                        # reward its verdict (`env`); per-step rewards and anchor states reach GiGPO
     engine_config: {max_searches: 2, sampling: {max_tokens: 256}}
     index: ""                          # search-o1: a BM25 index folder ("" = the default Wikipedia index)
-    reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math), or env (the env
+    reward: em                         # a train.rewards.outcome reward (em, f1, cover_em, math), MODULE:FUNCTION
+                                       # (your own: f(RewardInput, **reward_options) -> float), or env (the env
                                        # verdict; the default with `env`)
     estimator: {name: gigpo, omega: 1.0}   # train.grpo.trainer.Estimator: advantages and loss options
     mi_every: 5                        # RAGEN-2's mutual-information probe every N steps (0 = off)
@@ -20,6 +21,7 @@
                                        # window, logprobs; per_prompt is num_generations
     precision: auto                    # auto | fp32 | bf16 | fp16 (train.precision); threads: 0 = all cores, <= 8
     trl: {beta: 0.0}                   # any further GRPOConfig arguments (not bf16 / fp16: that is precision)
+    async_staleness: -1                # N >= 0: TRL's AsyncGRPOTrainer with max_staleness N (train.grpo.async_trl)
 """
 
 from __future__ import annotations
@@ -36,6 +38,22 @@ from train.precision import DTYPE_RENAMED, check_settings
 
 ENGINES = ("search-o1", "tir", "env")  # loop engines: one trajectory per episode, the shape GRPO trains on
 REWARDS = ("em", "f1", "cover_em", "math", "env")
+
+
+def custom_reward(spec: str) -> Any:
+    """A user's reward named `MODULE:FUNCTION`: `f(inp: train.rewards.RewardInput, **reward_options) -> float`."""
+    import importlib
+
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ConfigError(f"reward={spec!r}: choose one of {REWARDS}, or name your own as MODULE:FUNCTION")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"reward={spec!r}: {e}; the module must be importable (on PYTHONPATH)") from e
+    if not callable(fn):
+        raise ConfigError(f"reward={spec!r}: {type(fn).__name__} is not callable")
+    return fn
 
 
 @renamed(dtype=DTYPE_RENAMED)
@@ -68,6 +86,7 @@ class GRPOSettings:
     precision: str = "auto"  # auto | fp32 | bf16 | fp16: fp32 weights, bf16/fp16 autocast (train.precision)
     threads: int = 0  # torch threads; 0 = every usable core, at most 8
     trl: dict[str, Any] = field(default_factory=dict)
+    async_staleness: int = -1  # -1: the synchronous trainer; N >= 0: TRL's AsyncGRPOTrainer, max_staleness N
 
     DEFAULTS: ClassVar[dict[str, tuple[str, str]]] = {"engine": ("env", "search-o1"), "reward": ("env", "em")}
 
@@ -81,7 +100,7 @@ class GRPOSettings:
         if self.engine not in ENGINES:
             raise ConfigError(f"engine={self.engine!r}: GRPO trains loop engines; choose one of {ENGINES}")
         if self.reward not in REWARDS:
-            raise ConfigError(f"reward={self.reward!r}: choose one of {REWARDS}")
+            custom_reward(self.reward)
         if self.num_generations < 2 or self.generation_batch % self.num_generations:
             raise ConfigError(f"num_generations={self.num_generations}, batch_size={self.batch_size} x "
                               f"{self.generation_batch // self.batch_size} micro-batches per generation: need "
@@ -90,6 +109,21 @@ class GRPOSettings:
             raise ConfigError(f"branching={self.branching!r}: choose one of {BRANCHING}")
         if self.branching != "none":
             branching_config(self.branching, self.num_generations, self.branching_config)
+        self._check_async()
+
+    def _check_async(self) -> None:
+        """Async GRPO (`train.grpo.async_trl`) trains scalar advantages of plain episodes."""
+        from train.grpo.async_trl import SCALAR_ESTIMATORS
+
+        if not isinstance(self.async_staleness, int) or self.async_staleness < -1:
+            raise ConfigError(f"async_staleness={self.async_staleness!r}: -1 (synchronous) or a staleness bound >= 0")
+        if self.async_staleness < 0:
+            return
+        if self.estimator.name not in SCALAR_ESTIMATORS:
+            raise ConfigError(f"async_staleness={self.async_staleness} with estimator {self.estimator.name!r}: TRL's "
+                              f"async samples carry one advantage each; choose one of {SCALAR_ESTIMATORS}")
+        if self.branching != "none":
+            raise ConfigError(f"async_staleness={self.async_staleness} with branching={self.branching!r}: not covered")
 
     @property
     def generation_batch(self) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import iter_jsonl
-from train.grpo.config import GRPOSettings
+from train.grpo.config import REWARDS, GRPOSettings, custom_reward
 from train.grpo.rollout import EngineFactory, RolloutFunc, prompt_to_example, task_row_example
 from train.precision import Compute, Precision, resolve_compute, resolve_precision
 
@@ -43,7 +43,10 @@ def reward_function(settings: GRPOSettings) -> Any:
     from train.rewards import env, outcome
     from train.rewards.adapters import trl_reward
 
-    fn = env.env_reward if settings.reward == "env" else getattr(outcome, f"{settings.reward}_reward")
+    if settings.reward not in REWARDS:
+        fn = custom_reward(settings.reward)
+    else:
+        fn = env.env_reward if settings.reward == "env" else getattr(outcome, f"{settings.reward}_reward")
     return trl_reward(fn, name=settings.reward, **settings.reward_options)
 
 
@@ -120,6 +123,12 @@ def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dic
         raise ConfigError("no training data: set data: questions.jsonl in the config (or --set data=...)")
     compute = compute or resolve_compute(settings.precision, settings.threads)
     compute.apply()
+    if settings.async_staleness >= 0:  # TRL's AsyncGRPOTrainer, a rollout worker thread beside it
+        from train.grpo.async_trl import train_grpo_async
+
+        result = train_grpo_async(settings, compute)
+        _write_result(settings, result)
+        return result
     model, tokenizer = load_trainable(settings.model)
     rows = read_env_rows(settings) if settings.env else read_examples(settings.data)
     trainer = build_grpo_trainer(settings, model, tokenizer, rows, precision=compute.precision)
@@ -129,7 +138,11 @@ def train_grpo(settings: GRPOSettings, *, compute: Compute | None = None) -> dic
               "timings": trainer.rollout_func.timings, "compute": compute.record(),
               "processes": int(trainer.args.world_size)}
     if main:
-        (dest / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result}, indent=2,
-                                                          default=str))
+        _write_result(settings, result)
     trainer.accelerator.wait_for_everyone()
     return result
+
+
+def _write_result(settings: GRPOSettings, result: dict[str, Any]) -> None:
+    (Path(result["out"]) / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result},
+                                                                     indent=2, default=str))

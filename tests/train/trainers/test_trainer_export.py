@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import json
 
 import pytest
 
@@ -58,9 +57,13 @@ def test_launch_configs(tmp_path, strategy):
                                                    for k, v in acc["fsdp_config"].items()})
         assert plugin.fsdp_version == 2 and plugin.reshard_after_forward
     assert acc["distributed_type"] == {"zero2": "DEEPSPEED", "zero3": "DEEPSPEED", "fsdp": "FSDP", "ddp": "MULTI_GPU"}[strategy]
-    if strategy.startswith("zero"):
-        ds = json.loads((tmp_path / "deepspeed.json").read_text())
-        assert ds["zero_optimization"]["stage"] == int(strategy[-1])
+    if strategy.startswith("zero"):  # the DeepSpeed plugin Accelerate builds from the file: its own checks run
+        from accelerate.utils import DeepSpeedPlugin
+
+        ds_cfg = dict(acc["deepspeed_config"])
+        plugin = DeepSpeedPlugin(hf_ds_config=ds_cfg.pop("deepspeed_config_file"), **ds_cfg)
+        assert plugin.zero_stage == int(strategy[-1]) and plugin.hf_ds_config.is_zero3() == (strategy == "zero3")
+        assert plugin.zero3_init_flag == (strategy == "zero3")
     serve, train = res["commands"]
     assert serve.startswith("CUDA_VISIBLE_DEVICES=6,7 trl vllm-serve --model /m --tensor-parallel-size 2")
     assert train.startswith("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch") and "trl.vllm_mode=server" in train

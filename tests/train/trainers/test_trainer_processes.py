@@ -67,27 +67,43 @@ def test_each_rank_seeds_its_episodes_as_one_process_would(tokenizer):
     assert seeds_of(0, 2) == [10, 11, 14, 15] and seeds_of(1, 2) == [12, 13, 16, 17]
 
 
-def test_grpo_on_two_processes_when_a_rank_has_no_row_to_train(tmp_path, tiny_dir):
-    """`agentic train grpo --processes 2` end to end (launch, rollouts per rank, gather, rank 0 saves). A tiny random
-    policy never solves FrozenLake, so every group has zero reward variance and each rank takes the zero-loss path
-    (a one-token forward x 0). The uneven case, one rank training and the other not, needs a policy with reward
-    variance: measured in bench/train_processes.py (loss equal to one process's), not in this suite."""
+def one_seed_reward(inp, **_):
+    """A reward with variance on one task only (`reward: MODULE:FUNCTION`): the sum of the sampled ids modulo 7 on
+    frozenlake-10001, 0 on the other; so one group trains and the other has nothing to train."""
+    ids = [i for seg in inp.trajectory.segments if seg.kind == "model" for i in seg.token_ids]
+    return float(sum(ids) % 7) if inp.extra.get("env_task_id") == "frozenlake-10001" else 0.0
+
+
+def _grpo(tmp_path: Path, tiny_dir: Path, name: str, batch: int, *extra: str) -> dict:
     import yaml
 
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text("".join(json.dumps({"id": f"frozenlake-{s}", "seed": s, "view": "described"}) + "\n"
                              for s in (10000, 10001)))
     cfg = {"model": f"hf://{tiny_dir}", "data": str(seeds), "env": "frozenlake", "num_generations": 2,
-           "batch_size": 2, "rollout_batch": 2, "max_steps": 1, "gguf": "none", "mi_every": 0, "precision": "fp32",
-           "seed": 0, "max_completion_length": 512,
+           "batch_size": batch, "rollout_batch": 2, "max_steps": 1, "gguf": "none", "mi_every": 0,
+           "precision": "fp32", "seed": 0, "max_completion_length": 512, "learning_rate": 1e-3,
+           "reward": "tests.train.trainers.test_trainer_processes:one_seed_reward",
            "engine_config": {"max_turns": 2, "max_tokens_per_turn": 4, "sampling": {"temperature": 1.0, "logprobs": 0}}}
-    (tmp_path / "g.yaml").write_text(yaml.safe_dump(cfg))
-    out = tmp_path / "grpo"
+    (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / name
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "agentic_infer", "train", "grpo", "--config", str(tmp_path / "g.yaml"),
-                           "--out", str(out), "--processes", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-m", "agentic_infer", "train", "grpo", "--config",
+                           str(tmp_path / f"{name}.yaml"), "--out", str(out), *extra], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "grpo_result.json").read_text())
     [step] = [h for h in result["log_history"] if "loss" in h]
-    assert result["processes"] == 2 and step["reward"] == 0.0 and step["loss"] == 0.0
+    return {"processes": result["processes"], **step}
+
+
+def test_grpo_on_two_processes_gives_the_one_process_loss_when_a_rank_has_no_row_to_train(tmp_path, tiny_dir):
+    """`agentic train grpo --processes 2` end to end (launch, rollouts per rank, gather, rank 0 saves) against one
+    process at the same global batch (2 groups of 2): the same episodes (seeded by their place in the global batch),
+    rewards and loss. One group has reward variance and the other none, so one rank trains its rows and the other
+    takes the zero-loss path (a one-token forward x 0 that still joins DDP's all-reduce)."""
+    one = _grpo(tmp_path, tiny_dir, "one", 2, "--set", "trl.gradient_accumulation_steps=2")
+    two = _grpo(tmp_path, tiny_dir, "two", 2, "--processes", "2")
+    assert one["processes"] == 1 and two["processes"] == 2
+    assert one["reward"] == two["reward"] and one["reward_std"] == two["reward_std"] and one["reward"] > 0
+    assert one["loss"] != 0 and abs(one["loss"] - two["loss"]) < TOL, (one["loss"], two["loss"])
