@@ -74,6 +74,12 @@ class ExecutorConfig:
             raise ConfigError(f"executor.mem_per_cpu_gb={self.mem_per_cpu_gb!r}: must be > 0")
 
     @property
+    def sharded(self) -> bool:
+        """True when a command's items are split over tasks (any executor but one local task): each rank loads its
+        own model, so a command then takes backends by URI, never as objects."""
+        return self.kind != "local" or self.tasks > 1
+
+    @property
     def in_process(self) -> bool:
         """True when the steps run in this process (local, one worker): a progress bar can be drawn."""
         return self.kind == "local" and min(self.workers, self.tasks) == 1

@@ -100,7 +100,7 @@ def compare(spec: Mapping[str, Any], *, limit: int | None = None, only: tuple[st
         from agentic_infer.backends import load_llm
 
         ex = configs[0].executor  # sharded runs load the model in each shard; one process loads it once here
-        llm = load_llm(configs[0].backend) if ex.kind == "local" and ex.tasks == 1 else None
+        llm = load_llm(configs[0].backend) if not ex.sharded else None
         for cfg in configs:
             echo(f"[eval compare] {policy} {cfg.task} -> {cfg.out}")
             asyncio.run(run_eval(cfg, llm=llm, progress=progress))

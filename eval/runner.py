@@ -173,7 +173,7 @@ async def run_eval(cfg: RunConfig, *, llm: Any = None, judge_llm: Any = None, pr
     examples = task.load(data, limit=cfg.limit, fields=cfg.fields)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    sharded = cfg.executor.kind != "local" or cfg.executor.tasks > 1
+    sharded = cfg.executor.sharded
     if sharded and llm is not None:
         raise ConfigError(f"executor {cfg.executor.kind} with {cfg.executor.tasks} tasks: each shard loads its model "
                           "from --backend; pass the backend URI, not an llm object (or run with one local task)")

@@ -106,7 +106,7 @@ def run_build(spec: BuildSpec, out: str | Path, executor: ExecutorConfig | None 
     if (out / "trajectories.jsonl").exists() and not overwrite:
         raise ConfigError(f"{out / 'trajectories.jsonl'} exists; choose another --out or pass --overwrite "
                           "(nothing was written)")
-    if ex.kind == "local" and ex.tasks == 1:
+    if not ex.sharded:
         return spec.build(out)
     t0 = time.perf_counter()
     folder = out / "shards" / plan_key(spec.kind, spec.task, str(spec.data), spec.limit, asdict(spec.options),

@@ -61,7 +61,7 @@ def fuzzqa(
         parse_grounded(grounded)  # fail on a bad spec before loading any model
     ex = ExecutorConfig(kind=executor, tasks=tasks, workers=workers)
     console = Console(stderr=True)
-    if ex.kind != "local" or ex.tasks > 1:  # the seeds in blocks on the executor; each rank loads the backends
+    if ex.sharded:  # the seeds in blocks on the executor; each rank loads the backends
         from synth.fuzzqa.distributed import run_fuzzqa_on
 
         stats = run_fuzzqa_on(ex, out, llm=llm, judge=judge, corpus=corpus, grounded=grounded, n=n, config=cfg)
