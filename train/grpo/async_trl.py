@@ -268,8 +268,7 @@ def build_async_trainer(settings: Any, model: Any, tokenizer: Any, rows: list[di
     from datasets import Dataset
     from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
-    from train.grpo.rollout import RolloutFunc, prompt_to_example, task_row_example
-    from train.grpo.run import engine_factory, reward_function
+    from train.grpo.run import reward_function, rollout_func_for
 
     patch_for_cpu()
     start = Path(settings.out) / "start"  # TRL's async trainer loads its policy from a folder
@@ -292,11 +291,7 @@ def build_async_trainer(settings: Any, model: Any, tokenizer: Any, rows: list[di
         raise ConfigError(f"trl settings {unknown or ['beta']} with async GRPO: TRL's AsyncGRPOConfig has no such "
                           "field (its loss has no KL term); drop them or use async_staleness=-1")
     kw.update({k: v for k, v in settings.trl.items() if k != "beta"})
-    rollout_func = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer,
-                               append_eos=settings.append_eos, max_completion_length=settings.max_completion_length,
-                               allow_inexact=settings.allow_inexact, seed=settings.seed,
-                               example_for=task_row_example if settings.env else prompt_to_example,
-                               rollout_batch=settings.rollout_batch)
+    rollout_func = rollout_func_for(settings, tokenizer, factory)
     per_step = settings.batch_size * accumulation
     worker = EngineRolloutWorker(rollout_func, reward_funcs or [reward_function(settings)], rows, model, tokenizer,
                                  num_generations=settings.num_generations,
@@ -313,8 +308,6 @@ def train_grpo_async(settings: Any, compute: Any) -> dict[str, Any]:
     from train.grpo.run import read_env_rows, read_examples
     from train.model_io import load_trainable, save_trained
 
-    if settings.branching != "none":
-        raise ConfigError(f"branching={settings.branching!r} with async GRPO: not covered (async_staleness=-1)")
     model, tokenizer = load_trainable(settings.model)
     rows = read_env_rows(settings) if settings.env else read_examples(settings.data)
     trainer = build_async_trainer(settings, model, tokenizer, rows, precision=compute.precision)

@@ -86,6 +86,15 @@ def read_env_rows(settings: GRPOSettings) -> list[dict[str, Any]]:
     return rows
 
 
+def rollout_func_for(settings: GRPOSettings, tokenizer: Any, factory: EngineFactory | None = None) -> RolloutFunc:
+    """The `RolloutFunc` of these settings (the synchronous and the async trainer both generate through it)."""
+    return RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
+                       max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
+                       seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config,
+                       example_for=task_row_example if settings.env else prompt_to_example,
+                       rollout_batch=settings.rollout_batch)
+
+
 def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows: list[dict[str, Any]], *,
                        factory: EngineFactory | None = None, reward_funcs: list | None = None,
                        precision: Precision | None = None) -> Any:
@@ -104,11 +113,7 @@ def build_grpo_trainer(settings: GRPOSettings, model: Any, tokenizer: Any, rows:
         save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(), beta=0.0,
         **(precision or resolve_precision(settings.precision)).trl_args())
     kw.update(settings.trl)
-    rf = RolloutFunc(factory or engine_factory(settings), tokenizer=tokenizer, append_eos=settings.append_eos,
-                     max_completion_length=settings.max_completion_length, allow_inexact=settings.allow_inexact,
-                     seed=settings.seed, branching=settings.branching, branching_options=settings.branching_config,
-                     example_for=task_row_example if settings.env else prompt_to_example,
-                     rollout_batch=settings.rollout_batch)
+    rf = rollout_func_for(settings, tokenizer, factory)
     return AgenticGRPOTrainer(model=model, reward_funcs=reward_funcs or [reward_function(settings)],
                               args=GRPOConfig(**kw), train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               rollout_func=rf, estimator=settings.estimator, mi_every=settings.mi_every)
