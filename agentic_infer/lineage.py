@@ -2,6 +2,7 @@
 
     lineage_of(traj)                        # the trajectory's metadata["lineage"], or one derived from it
     summarize_lineage(lineages, path=...)   # a dataset's origins: rows by operator and engine, distinct sources
+    file_lineage("sft.jsonl")               # the same for a data file's records (with its sha256)
     write_policy_lineage(model_dir, [...])  # MODEL_DIR/lineage.json beside the trained checkpoint and its GGUF
     read_policy_lineage("runs/x/policy.gguf")   # what an eval run records about the policy it scored
 
@@ -9,9 +10,11 @@ A lineage is a flat dict: `source` (the item it was made from: the example id), 
 `backend` (which model, when one was sampled), `operator` (how: `gold_demo`, `rejection_sampling`, `coa_linearise`,
 `tree_path`, `tree_sibling`, `expert_iteration`, ...), `parents` (the trajectories or calls it was derived from),
 and the verdicts that let it through (`filter`, `gates`). Synth steps write it on `Trajectory.metadata["lineage"]`;
-exports copy it onto every row (`metadata["lineage"]`); `agentic train sft` summarises the lineages of its data
-into `sft_result.json` and `lineage.json` beside the policy; `agentic eval run` records the scored policy's
-`lineage.json` in `summary.json` (`model.lineage`).
+exports copy it onto every row (`metadata["lineage"]`; verl rows as JSON in `extra_info["lineage"]`); `agentic
+train sft` and `agentic train grpo` summarise the lineages of their data (`file_lineage`) into their result files
+and `lineage.json` beside the policy, GRPO with the lineage of the policy it started from (`base_lineage`), so a
+chain SFT -> GRPO stays readable; `agentic eval run` records the scored policy's `lineage.json` in `summary.json`
+(`model.lineage`).
 """
 
 from __future__ import annotations
@@ -50,7 +53,20 @@ def record_lineage(record: Mapping[str, Any]) -> dict[str, Any] | None:
         return lineage_of(Trajectory.from_dict(pick)) if pick else None
     meta = record.get("metadata")
     found = meta.get("lineage") if isinstance(meta, Mapping) else None
+    found = found if isinstance(found, Mapping) else record.get("lineage")  # a fuzzqa QA row keeps it on top
     return dict(found) if isinstance(found, Mapping) else None
+
+
+def file_lineage(path: str | Path) -> dict[str, Any]:
+    """The origins of a training data file (SFT rows, GRPO prompts): `summarize_lineage` over its JSONL records
+    (`record_lineage` of each), with the file's path and sha256."""
+    import hashlib
+
+    from agentic_infer.runner import iter_jsonl
+
+    p = Path(path).expanduser().resolve()
+    lineages = [record_lineage(d) for _, d in iter_jsonl(p, "one record a line")]
+    return summarize_lineage(lineages, path=str(p), sha256=hashlib.sha256(p.read_bytes()).hexdigest())
 
 
 def summarize_lineage(lineages: Sequence[Mapping[str, Any] | None], *, path: str | None = None,
@@ -73,8 +89,11 @@ def write_policy_lineage(model_dir: str | Path, datasets: list[dict[str, Any]], 
 
 
 def read_policy_lineage(model_path: str | Path) -> dict[str, Any] | None:
-    """The `lineage.json` of a policy (a GGUF file or a checkpoint folder: the one beside it / in it), or None."""
-    p = Path(model_path)
+    """The `lineage.json` of a policy (a GGUF file or a checkpoint folder: the one beside it / in it; a backend URI
+    `hf://PATH` / `llamacpp://PATH` names one), or None."""
+    p = Path(str(model_path).split("://", 1)[-1])
+    if not p.exists():  # e.g. llamacpp://default, a hub name: no policy file of ours
+        return None
     path = p / POLICY_LINEAGE if p.is_dir() else p.parent / POLICY_LINEAGE
     try:
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -141,6 +141,7 @@ def compare_cmd(
     spec: Annotated[Path, typer.Argument(help="YAML: out, engine, corpus, base, tasks {name: file}, policies {name: {backend, settings}}.")],
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions per task file.")] = None,  # noqa: UP007
     policy: Annotated[Optional[list[str]], typer.Option("--policy", help="Only this policy (repeatable; default all); the table keeps earlier results of the others.")] = None,  # noqa: UP007
+    base: Annotated[Optional[str], typer.Option("--base", help="Pair against this policy instead of the spec's base (table: eval-vs-NAME.md).")] = None,  # noqa: UP007
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
     executor: Annotated[Optional[str], typer.Option("--executor", help="Where each run's items go: local | ray | slurm (the spec's executor: overridden).")] = None,  # noqa: UP007
     tasks: Annotated[Optional[int], typer.Option("--tasks", help="Shards per run.")] = None,  # noqa: UP007
@@ -153,7 +154,7 @@ def compare_cmd(
     given = {k: v for k, v in (("kind", executor), ("tasks", tasks), ("workers", workers)) if v is not None}
     if given:
         s = {**s, "executor": {**s["executor"], **given}}
-    compare(s, limit=limit, only=tuple(policy) if policy else None, echo=typer.echo, progress=not quiet)
+    compare(s, limit=limit, only=tuple(policy) if policy else None, base=base, echo=typer.echo, progress=not quiet)
 
 
 @eval_app.command("report")

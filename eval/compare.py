@@ -18,7 +18,7 @@ own `engine`):
 Each (policy, task) is an ordinary `eval.runner.run_eval` run directory (resumable: a rerun continues), the
 policy's model loaded once for all its tasks. `only` runs a subset; the table still includes every policy's
 earlier results under the output folder. The table (`eval.md`, `eval.json`): EM, F1, cover-EM with 95% bootstrap
-intervals, the paired difference to the base per question (bootstrap), share boxed, share with >= 1 search,
+intervals, the paired difference to the base (or to the policy `--base NAME` names) per question (bootstrap), share boxed, share with >= 1 search,
 searches, tokens and seconds per question; notes list runs that scored fewer questions than their file holds
 and each policy's EM/F1 over all questions with the unscored ones counted as wrong.
 Not covered: significance corrections across many policies.
@@ -84,9 +84,14 @@ def _root(spec: Mapping[str, Any], limit: int | None) -> Path:
 
 
 def compare(spec: Mapping[str, Any], *, limit: int | None = None, only: tuple[str, ...] | None = None,
-            echo: Callable[[str], None] = print, progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) every policy in `only` (default all) on every task; write and return the table."""
+            base: str | None = None, echo: Callable[[str], None] = print, progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) every policy in `only` (default all) on every task; write and return the table. `base`: pair
+    against this policy instead of the spec's base (e.g. a retrained policy against the one it started from); that
+    table goes to `eval-vs-<base>.md` / `.json`, beside the spec's own."""
     spec = check_spec(spec)
+    if base is not None and base not in spec["policies"]:
+        raise ConfigError(f"eval compare: base {base!r} is not one of the policies {list(spec['policies'])}")
+    name = "eval" if base in (None, spec["base"]) else f"eval-vs-{base}"
     only = tuple(only or spec["policies"])
     bad = sorted(set(only) - set(spec["policies"]))
     if bad:
@@ -106,15 +111,15 @@ def compare(spec: Mapping[str, Any], *, limit: int | None = None, only: tuple[st
             asyncio.run(run_eval(cfg, llm=llm, progress=progress))
             runs.setdefault(policy, {})[cfg.task] = Path(cfg.out)
         del llm
-    recs = table(runs, base=spec["base"])
+    recs = table(runs, base=base or spec["base"])
     root = _root(spec, limit)
     md = markdown(recs, limit, coverage(runs) + counted_as_wrong(runs))
     root.mkdir(parents=True, exist_ok=True)
-    (root / "eval.md").write_text(md, encoding="utf-8")
-    (root / "eval.json").write_text(json.dumps(recs, indent=2), encoding="utf-8")
+    (root / f"{name}.md").write_text(md, encoding="utf-8")
+    (root / f"{name}.json").write_text(json.dumps(recs, indent=2), encoding="utf-8")
     echo(md)
-    echo(f"[eval compare] {root / 'eval.md'}")
-    return {"table": recs, "path": str(root / "eval.md")}
+    echo(f"[eval compare] {root / f'{name}.md'}")
+    return {"table": recs, "path": str(root / f"{name}.md")}
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:

@@ -23,11 +23,11 @@ Formats (one row per trajectory, except verl-rl: one per question):
   `extra_info` (id, group_id).
 - `verl-rl`: parquet for verl's RL trainer (the Search-R1 layout), one `verl_rl_row` each: `data_source`,
   `prompt` (the prompt messages), `ability`, `reward_model {style: "rule", ground_truth: {target: [gold...]}}`,
-  `extra_info {index, id, question, split}`. `{target: [...]}` is what verl's own Search-R1 scorer reads
+  `extra_info {index, id, question, split, lineage}`. `{target: [...]}` is what verl's own Search-R1 scorer reads
   (`verl.utils.reward_score.search_r1_like_qa_em`: `ground_truth["target"]`) and what
   `train.rewards.adapters.verl_compute_score` unpacks; `train.verl_export` writes its rows with the same function.
 Every `messages` / `tokenized` row carries `metadata["lineage"]` (`agentic_infer.lineage.lineage_of`: where the
-trajectory came from), a verl-sft row the same as JSON in `extra_info["lineage"]`.
+trajectory came from), a verl row the same as JSON in `extra_info["lineage"]` (verl-rl: the group's first trajectory's).
 JSONL is written for `messages` / `tokenized` unless PATH ends in `.parquet`; verl formats are parquet.
 Not covered: sharding large exports, HF `datasets` push (see the pipeline's writers).
 """
@@ -141,7 +141,8 @@ def verl_rl_rows(trajs: Iterable[Trajectory], *, ability: str = "qa", split: str
             {"role": "user", "content": str(t.example.get("question", ""))}]
         rows.append(verl_rl_row(data_source=_source(t), messages=messages, gold=_gold(t), ability=ability,
                                 extra_info={"index": len(rows), "id": str(key),
-                                            "question": str(t.example.get("question", "")), "split": split}))
+                                            "question": str(t.example.get("question", "")), "split": split,
+                                            "lineage": json.dumps(lineage_of(t), default=str)}))
     return rows
 
 

@@ -148,18 +148,6 @@ def read_sft_data(path: str | Path, tokenizer: Any, *, max_length: int | None = 
     return rows, kinds.pop()
 
 
-def data_lineage(path: str | Path) -> dict[str, Any]:
-    """The origins of an SFT data file: `summarize_lineage` over its records (a row's `metadata["lineage"]`, a
-    trajectory's own), with the file's path and sha256."""
-    import hashlib
-
-    from agentic_infer.lineage import record_lineage, summarize_lineage
-
-    p = Path(path).expanduser().resolve()
-    lineages = [record_lineage(d) for _, d in iter_jsonl(p, "one record a line")]
-    return summarize_lineage(lineages, path=str(p), sha256=hashlib.sha256(p.read_bytes()).hexdigest())
-
-
 def _sft_trajectories(rollout: Rollout) -> list[Trajectory]:
     """The chosen trajectory of a rollout (all of them when the answer is a vote)."""
     return list(rollout.trajectories) if rollout.chosen is None else [rollout.trajectories[rollout.chosen]]
@@ -218,7 +206,7 @@ def last_checkpoint(folder: str | Path) -> str | None:
 def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTResult:
     """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`;
     `compute`: precision and threads already resolved by a caller (default: resolved here, once)."""
-    from agentic_infer.lineage import write_policy_lineage
+    from agentic_infer.lineage import file_lineage, read_policy_lineage, write_policy_lineage
     from train.model_io import load_trainable, save_trained
 
     if not settings.data:
@@ -243,9 +231,10 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
                        train_seconds=seconds, metrics={k: float(v) for k, v in out.metrics.items()},
                        sequence_tokens=sum(len(r["input_ids"]) for r in rows) if kind == "tokens" else 0,
                        history=history, resumed_from=resume, compute=compute.record(),
-                       data_lineage=data_lineage(settings.data), processes=int(trainer.args.world_size))
+                       data_lineage=file_lineage(settings.data), processes=int(trainer.args.world_size))
     if main:
-        write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model)
+        write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model,
+                             base_lineage=read_policy_lineage(settings.model))
         (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
                                                          default=str))
     trainer.accelerator.wait_for_everyone()

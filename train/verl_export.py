@@ -30,6 +30,7 @@ VERL_ESTIMATORS = {"grpo": "grpo", "dr_grpo": "agentic_dr_grpo", "rloo": "rloo"}
 def verl_rows(examples: Iterable[Mapping[str, Any]], *, data_source: str, ability: str = "qa",
               split: str = "train", system: str | None = None) -> list[dict[str, Any]]:
     """verl RL rows from `{"question", "answer"}` examples (answer: a string or a list of accepted strings)."""
+    from agentic_infer.lineage import record_lineage
     from synth.export import verl_rl_row
 
     rows = []
@@ -39,9 +40,11 @@ def verl_rows(examples: Iterable[Mapping[str, Any]], *, data_source: str, abilit
         msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user",
                                                                                "content": str(ex["question"])}]
         gold = ex["answer"] if isinstance(ex["answer"], list) else [ex["answer"]]
+        lineage = record_lineage(ex)  # a synthesized question's origin (fuzzqa, a distill split), when it has one
         rows.append(verl_rl_row(data_source=data_source, messages=msgs, gold=gold, ability=ability,
                                 extra_info={"index": i, "split": split, "question": str(ex["question"]),
-                                            "id": str(ex.get("id", i))}))
+                                            "id": str(ex.get("id", i)),
+                                            **({"lineage": json.dumps(lineage, default=str)} if lineage else {})}))
     return rows
 
 

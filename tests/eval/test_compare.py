@@ -68,6 +68,15 @@ def test_compare_runs_each_policy_with_its_own_settings_and_pairs_them(tmp_path)
     again = compare(spec, limit=4, only=("tuned",), echo=lambda m: None, progress=False)
     assert {(r["policy"], r["task"]) for r in again["table"]} == set(recs)
     assert [r for r in again["table"] if r["policy"] == "base"][0]["em"]["mean"] == 0.5
+    # against another policy: nothing reruns, base is paired with tuned, in a table of its own
+    vs = compare(spec, limit=4, only=("tuned",), base="tuned", echo=lambda m: None, progress=False)
+    flipped = {(r["policy"], r["task"]): r for r in vs["table"]}
+    assert flipped[("base", "all")]["em_diff"]["n"] == 4
+    assert "em_diff" not in flipped[("tuned", "all")] and vs["path"].endswith("limit4/eval-vs-tuned.md")
+    assert "em_diff" in [r for r in json.loads((tmp_path / "cmp" / "limit4" / "eval.json").read_text())
+                         if r["policy"] == "tuned"][0]  # the spec's own table stays as it was
+    with pytest.raises(ConfigError, match="base 'x' is not one of the policies"):
+        compare(spec, base="x", echo=lambda m: None)
     with pytest.raises(ConfigError, match="unknown policy"):
         compare(spec, only=("bse",), echo=lambda m: None)
     with pytest.raises(ConfigError, match="base='x' is not one of the policies"):

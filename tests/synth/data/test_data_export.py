@@ -127,10 +127,10 @@ def test_cli_demos_then_export(tmp_path, capsys):
 
 def test_every_exported_row_carries_its_lineage(demo_dir, tmp_path):
     """The demonstration's provenance (source question, engine, operator, verdict) rides on every row a trainer
-    reads, and `agentic train sft` summarises it (train.sft.data_lineage)."""
+    reads, and `agentic train sft` summarises it (agentic_infer.lineage.file_lineage)."""
     import json as _json
 
-    from train.sft import data_lineage
+    from agentic_infer.lineage import file_lineage
 
     trajs = list(read_trajectories(demo_dir))
     for fmt in ("messages", "tokenized"):
@@ -139,10 +139,13 @@ def test_every_exported_row_carries_its_lineage(demo_dir, tmp_path):
             assert lin["source"] == t.group_id and lin["operator"] == "gold_demo" and lin["filter"] == "verified"
             assert lin["engine"] == "search-o1/scripted" and lin["variant"] == t.metadata["demo"]["variant"]
     export(demo_dir, "tokenized", tmp_path / "sft.jsonl", eos_token_id=255)
-    summary = data_lineage(tmp_path / "sft.jsonl")
+    summary = file_lineage(tmp_path / "sft.jsonl")
     assert summary["rows"] == summary["rows_with_lineage"] == 6 and summary["by_operator"] == {"gold_demo": 6}
     assert summary["sources"] == 3
     pq = pytest.importorskip("pyarrow.parquet")
     export(demo_dir, "verl-sft", tmp_path / "sft.parquet")
     row = pq.read_table(tmp_path / "sft.parquet").to_pylist()[0]
     assert _json.loads(row["extra_info"]["lineage"])["operator"] == "gold_demo"
+    export(demo_dir, "verl-rl", tmp_path / "rl.parquet")  # an RL prompt set names its questions' origins too
+    rl = pq.read_table(tmp_path / "rl.parquet").to_pylist()
+    assert [_json.loads(r["extra_info"]["lineage"])["source"] for r in rl] == list(dict.fromkeys(t.group_id for t in trajs))

@@ -50,6 +50,9 @@ def test_quick_recipe_runs_every_stage_and_resumes(tmp_path):
     # and so is the gradient: Adam without weight decay leaves the weights as they were)
     [step] = result["grpo"]["curve"]
     signal = step["diag/zero_std_share"] < 1.0
+    # EM is logged for the collapse watch but not trained on: the reward is format + F1 alone
+    assert step["reward"] == pytest.approx(step["rewards/format/mean"] + step["rewards/f1/mean"])
+    assert "rewards/em/mean" in step and "| EM |" in report
     assert bool(changed_tensors(out / "sft" / "model", out / "grpo" / "model")) == signal
     assert signal or (step["loss"] == 0.0 and step["grad_norm"] == 0.0)
     assert first[-1].endswith(f"{out / 'policy.gguf'}  report: {out / 'report.md'}")

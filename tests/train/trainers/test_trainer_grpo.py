@@ -160,11 +160,20 @@ def test_train_grpo_with_the_tir_engine(tmp_path, tiny_dir, tokenizer):
     from train.grpo.run import train_grpo
 
     data = tmp_path / "q.jsonl"
-    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in [("1+1?", "2"), ("2+2?", "4")]))
+    fuzzed = {"source": "seed-7", "engine": "fuzzqa", "operator": "add_hop", "gates": {"leak": True}}
+    rows = [{"question": "1+1?", "answer": "2", "lineage": fuzzed},  # a fuzzqa QA row keeps its lineage on top
+            {"question": "2+2?", "answer": "4", "metadata": {"lineage": {"source": "q2", "operator": "gold_demo"}}}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sft = {"datasets": [{"by_operator": {"coa_linearise": 3}}], "trained_by": "agentic train sft"}
+    (tiny_dir / "lineage.json").write_text(json.dumps(sft))  # the start policy's own lineage
     settings = build_config(GRPOSettings, overrides={
         "model": f"hf://{tiny_dir}", "data": str(data), "out": str(tmp_path / "o"), "engine": "tir",
         "engine_config": {"max_turns": 1, "sampling": {"max_tokens": 8}}, "reward": "math", "max_steps": 1,
         "num_generations": 2, "batch_size": 2, "gguf": "none", "estimator": {"name": "dr_grpo"}})
     result = train_grpo(settings)
     assert result["steps"] == 1 and (tmp_path / "o" / "model.safetensors").exists()
+    lineage = json.loads((tmp_path / "o" / "lineage.json").read_text())  # the prompts' origins travel with the policy
+    [used] = lineage["datasets"]
+    assert used["rows"] == used["rows_with_lineage"] == 2 and used["by_operator"] == {"add_hop": 1, "gold_demo": 1}
+    assert lineage["base_lineage"] == sft and lineage["trained_by"] == "agentic train grpo"
     assert result["timings"]["engine_s"] > 0
