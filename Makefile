@@ -31,12 +31,13 @@ DISTILL_EVAL_ARGS ?=
 demo: $(VENV)/.demo-installed
 	$(BIN)/python -m agentic_infer.demo $(if $(MODEL),--model $(MODEL))
 
-# The whole loop on CPU (39-51 min measured on 2 cores; resumable by stage): runs/distill/policy.gguf + report.md.
+# The whole loop on CPU (2 cores: 39-51 min measured with native bf16, ~2 h at fp32 on AVX2; resumable by stage): runs/distill/policy.gguf + report.md.
 distill: $(VENV)/.test-installed
 	$(BIN)/python -m agentic_infer train distill $(DISTILL_ARGS)
 
-# Base vs SFT vs SFT+GRPO on the 450 dev questions: train writes the spec, eval compares (80 min measured;
-# resumable); e.g. DISTILL_EVAL_ARGS="--limit 10" or "--policy base".
+# Base vs SFT vs SFT+GRPO vs expert on the 450 dev questions: train writes the spec, eval compares (80 min measured
+# with bf16 cores, ~5 h on AVX2; resumable); e.g. DISTILL_EVAL_ARGS="--limit 10", "--policy base",
+# or "--policy expert --base sft" (the expert-iteration policy paired with the SFT-only one).
 distill-eval: $(VENV)/.test-installed
 	spec=$$($(BIN)/python -m agentic_infer train distill-spec $(DISTILL_ARGS)) && $(BIN)/python -m agentic_infer eval compare "$$spec" $(DISTILL_EVAL_ARGS)
 
