@@ -3,7 +3,7 @@
     lineage_of(traj)                        # the trajectory's metadata["lineage"], or one derived from it
     summarize_lineage(lineages, path=...)   # a dataset's origins: rows by operator and engine, distinct sources
     file_lineage("sft.jsonl")               # the same for a data file's records (with its sha256)
-    write_policy_lineage(model_dir, [...])  # MODEL_DIR/lineage.json beside the trained checkpoint and its GGUF
+    write_policy_lineage(model_dir, [...], base_model=m)  # MODEL_DIR/lineage.json beside the checkpoint and GGUF
     read_policy_lineage("runs/x/policy.gguf")   # what an eval run records about the policy it scored
 
 A lineage is a flat dict: `source` (the item it was made from: the example id), `engine` (what produced it),
@@ -81,10 +81,13 @@ def summarize_lineage(lineages: Sequence[Mapping[str, Any] | None], *, path: str
             "sources": len({str(x.get("source")) for x in known})}
 
 
-def write_policy_lineage(model_dir: str | Path, datasets: list[dict[str, Any]], **extra: Any) -> Path:
-    """`model_dir/lineage.json`: the datasets (their `summarize_lineage`) a policy was trained on."""
+def write_policy_lineage(model_dir: str | Path, datasets: list[dict[str, Any]], *, base_model: str,
+                         **extra: Any) -> Path:
+    """`model_dir/lineage.json`: the datasets (their `summarize_lineage`) a policy was trained on, the policy it
+    started from and that one's own lineage (`base_lineage`, None for a model of no run of ours)."""
     path = Path(model_dir) / POLICY_LINEAGE
-    path.write_text(json.dumps({"datasets": datasets, **extra}, indent=2, default=str), encoding="utf-8")
+    record = {"datasets": datasets, "base_model": base_model, "base_lineage": read_policy_lineage(base_model), **extra}
+    path.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
     return path
 
 

@@ -206,7 +206,7 @@ def last_checkpoint(folder: str | Path) -> str | None:
 def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTResult:
     """Load `settings.model`, train on `settings.data`, save the HF checkpoint and the GGUF into `settings.out`;
     `compute`: precision and threads already resolved by a caller (default: resolved here, once)."""
-    from agentic_infer.lineage import file_lineage, read_policy_lineage, write_policy_lineage
+    from agentic_infer.lineage import file_lineage, write_policy_lineage
     from train.model_io import load_trainable, save_trained
 
     if not settings.data:
@@ -233,8 +233,7 @@ def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTRe
                        history=history, resumed_from=resume, compute=compute.record(),
                        data_lineage=file_lineage(settings.data), processes=int(trainer.args.world_size))
     if main:
-        write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model,
-                             base_lineage=read_policy_lineage(settings.model))
+        write_policy_lineage(dest, [result.data_lineage], trained_by="agentic train sft", base_model=settings.model)
         (dest / "sft_result.json").write_text(json.dumps({"settings": asdict(settings), **asdict(result)}, indent=2,
                                                          default=str))
     trainer.accelerator.wait_for_everyone()

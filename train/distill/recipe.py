@@ -342,7 +342,7 @@ def grpo_monitors(answer: str) -> list[Callable]:
 
 def stage_grpo(s: DistillSettings, d: Path, filter_dir: Path, sft_dir: Path, *, compute: Compute) -> dict[str, Any]:
     from agentic_infer.engines.search_o1 import DEFAULT_SAMPLING, SearchO1Config, plain_options
-    from agentic_infer.lineage import file_lineage, read_policy_lineage, write_policy_lineage
+    from agentic_infer.lineage import file_lineage, write_policy_lineage
     from train.distill.data import load_train_questions
     from train.grpo.config import GRPOSettings
     from train.grpo.run import build_grpo_trainer, read_examples
@@ -373,7 +373,7 @@ def stage_grpo(s: DistillSettings, d: Path, filter_dir: Path, sft_dir: Path, *, 
     seconds = time.perf_counter() - t0
     save_checkpoint(trainer.model, tokenizer, d / "model")
     write_policy_lineage(d / "model", [file_lineage(filter_dir / "grpo.jsonl")], trained_by="agentic train distill (grpo)",
-                         base_model=gs.model, base_lineage=read_policy_lineage(gs.model))
+                         base_model=gs.model)
     logs = [h for h in trainer.state.log_history if "reward" in h]
     curve = [{k: h.get(k) for k in ("step", "reward", "reward_std", "rewards/format/mean",
                                     f"rewards/{s.answer_reward}/mean", "rewards/em/mean", "entropy", "diag/zero_std_share",

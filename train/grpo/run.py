@@ -157,10 +157,10 @@ def data_lineage(settings: GRPOSettings) -> dict[str, Any]:
 
 def _write_result(settings: GRPOSettings, result: dict[str, Any]) -> None:
     """grpo_result.json and lineage.json (the prompts' origins and the start policy's own lineage) in the out folder."""
-    from agentic_infer.lineage import read_policy_lineage, write_policy_lineage
+    from agentic_infer.lineage import write_policy_lineage
 
     result["data_lineage"] = data_lineage(settings)
     write_policy_lineage(result["out"], [result["data_lineage"]], trained_by="agentic train grpo",
-                         base_model=settings.model, base_lineage=read_policy_lineage(settings.model))
+                         base_model=settings.model)
     (Path(result["out"]) / "grpo_result.json").write_text(json.dumps({"settings": asdict(settings), **result},
                                                                      indent=2, default=str))
