@@ -7,7 +7,8 @@ next, really executed attempt (the engine appends it to the prompt: `engines.pro
   already known to be wrong) merged into one plan;
 - `refinement(pool, k)`: keep the best attempts with diversity (best verdict first, one per distinct answer),
   and guidance to check and improve the best one.
-Templates, no LLM: every guidance is a function of the summaries, so a run is reproducible.
+Templates: every guidance is a function of the summaries, so a run is reproducible; an LLM's analysis of an
+attempt (`analyst.py`), when the summary has one, is quoted after the template's sentence.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ OPERATORS = ("revision", "recombination", "refinement")
 
 def _quoted(items: Sequence[str], most: int = 4) -> str:
     return ", ".join(f"'{x}'" for x in list(items)[:most])
+
+
+def _analysis(s: AttemptSummary) -> str:
+    return f" Analysis of that attempt: {s.analysis}" if s.analysis else ""
 
 
 def revision(failed: AttemptSummary) -> str:
@@ -38,7 +43,7 @@ def revision(failed: AttemptSummary) -> str:
         "no_tool_call": f"An earlier attempt answered '{failed.answer}' without using a tool, and it was wrong. Look "
                         "the facts up first.",
     }.get(failed.failure, f"An earlier attempt answered '{failed.answer}', which is wrong.{tried} Do not give that "
-                          "answer again; take a fundamentally different approach.")
+                          "answer again; take a fundamentally different approach.") + _analysis(failed)
 
 
 def recombination(a: AttemptSummary, b: AttemptSummary) -> str:
@@ -50,6 +55,7 @@ def recombination(a: AttemptSummary, b: AttemptSummary) -> str:
         parts.append(f"Earlier attempts made these calls, which returned results: {_quoted(useful)}; build on them.")
     if wrong:
         parts.append(f"These answers were wrong: {_quoted(wrong)}; do not repeat them.")
+    parts += [f"Analysis of an attempt that answered '{s.answer}': {s.analysis}" for s in (a, b) if s.analysis]
     return " ".join(parts) or "Two earlier attempts gave no answer; combine a careful plan with a final answer."
 
 
@@ -66,5 +72,5 @@ def refinement(pool: Sequence[AttemptSummary], k: int) -> tuple[list[AttemptSumm
             break
     best = kept[0]
     guidance = (f"The most promising earlier attempt answered '{best.answer}' ({best.failure.replace('_', ' ')}). "
-                "Check it step by step, fix what is wrong, and give the corrected final answer.")
+                "Check it step by step, fix what is wrong, and give the corrected final answer." + _analysis(best))
     return kept, guidance

@@ -9,14 +9,16 @@ samples a pool of `pool` attempts, then, until the budget is spent or an attempt
 in turn (`operators.py`: revision of the latest failed attempt, recombination of the two latest, refinement of the
 best with diversity) over the pool (the `pool` best with diversity) and runs a new attempt conditioned on the
 guidance (`example["guidance"]`). Every attempt is a really executed trajectory whose `metadata["lineage"]` holds
-its operator, its parents' ids and the guidance; its verdict is in `rewards["verdict"]`. An attempt is one engine
+its operator, its parents' ids and the guidance; its verdict is in `rewards["verdict"]`. With `analyst=` (the
+optional LLM summariser, `analyst.py`) each failed attempt also gets an LLM's analysis (`metadata["analysis"]`, and
+on its summary, where the operators quote it); those generations are counted in `EvolveResult.analyses`, not in B. An attempt is one engine
 run, so B counts generations exactly for single-call engines (and episodes for agent loops); best-of-B runs B
 independent seeded attempts and stops at the first solved one, as SE-Agent does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,7 @@ from synth.evolve.operators import OPERATORS, recombination, refinement, revisio
 from synth.evolve.summary import AttemptSummary, summarize
 
 Verify = Callable[[Mapping[str, Any], Trajectory], float]
+Analyst = Callable[[Mapping[str, Any], Trajectory, AttemptSummary], Awaitable[str]]
 
 
 @dataclass
@@ -34,6 +37,7 @@ class EvolveResult:
     solved: bool
     attempts: list[Trajectory] = field(default_factory=list)
     summaries: list[AttemptSummary] = field(default_factory=list)
+    analyses: int = 0  # generations the LLM summariser made (outside the budget)
 
     @property
     def used(self) -> int:
@@ -41,8 +45,8 @@ class EvolveResult:
 
 
 async def _attempt(example: Mapping[str, Any], make_engine: Callable[[int], Any], verify: Verify, seed: int, *,
-                   operator: str, parents: list[str], guidance: str | None, tools_expected: bool
-                   ) -> tuple[Trajectory, AttemptSummary]:
+                   operator: str, parents: list[str], guidance: str | None, tools_expected: bool,
+                   analyst: Analyst | None = None) -> tuple[Trajectory, AttemptSummary]:
     ex = dict(example) if guidance is None else {**example, "guidance": guidance}
     rollout = await make_engine(seed).run(ex)
     traj = rollout.trajectory or rollout.trajectories[0]
@@ -51,7 +55,10 @@ async def _attempt(example: Mapping[str, Any], make_engine: Callable[[int], Any]
     traj.rewards["verdict"] = verdict
     traj.metadata["lineage"] = {"source": example.get("id"), "engine": traj.engine, "operator": operator,
                                 "parents": parents, "guidance": guidance, "seed": seed}
-    return traj, summarize(traj, verdict=verdict, tools_expected=tools_expected)
+    summary = summarize(traj, verdict=verdict, tools_expected=tools_expected)
+    if analyst is not None and verdict < 1.0:
+        summary.analysis = traj.metadata["analysis"] = await analyst(example, traj, summary)
+    return traj, summary
 
 
 def _check(budget: int, pool: int) -> None:
@@ -76,7 +83,8 @@ async def best_of(example: Mapping[str, Any], make_engine: Callable[[int], Any],
 
 
 async def evolve(example: Mapping[str, Any], make_engine: Callable[[int], Any], verify: Verify, *, budget: int,
-                 pool: int = 4, seed: int = 0, tools_expected: bool = False) -> EvolveResult:
+                 pool: int = 4, seed: int = 0, tools_expected: bool = False, analyst: Analyst | None = None
+                 ) -> EvolveResult:
     """SE-Agent on one item within `budget` attempts (module docstring)."""
     _check(budget, pool)
     out = EvolveResult(str(example.get("id")), False)
@@ -97,8 +105,9 @@ async def evolve(example: Mapping[str, Any], make_engine: Callable[[int], Any], 
             else:
                 operator, parents, guidance = "refinement", [kept[0].id], refine_guidance
         traj, s = await _attempt(example, make_engine, verify, seed + out.used, operator=operator, parents=parents,
-                                 guidance=guidance, tools_expected=tools_expected)
+                                 guidance=guidance, tools_expected=tools_expected, analyst=analyst)
         out.attempts.append(traj)
         out.summaries.append(s)
+        out.analyses += s.analysis is not None
         out.solved = s.verdict >= 1.0
     return out

@@ -1,11 +1,12 @@
-"""SE-Agent's structured summary of one attempt, from a rule-based analyser (no LLM).
+"""SE-Agent's structured summary of one attempt, from a rule-based analyser.
 
     s = summarize(traj, verdict=0.0)   # AttemptSummary(tools, queries, documents, answer, verdict, failure, ...)
 
 `failure` is the first that applies: `correct` (verdict 1), `unfinished` (the episode ended without an answer:
 length, budget, turns), `no_answer` (finished, but no answer could be read), `tool_error` (a tool call failed),
 `repeated_action` (the same action with the same arguments twice), `no_tool_call` (it answered without calling a
-tool; only when `tools_expected`), `wrong_answer`. The summary is what the operators (`operators.py`) read.
+tool; only when `tools_expected`), `wrong_answer`. The summary is what the operators (`operators.py`) read;
+`analysis` is filled only by the optional LLM summariser (`analyst.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class AttemptSummary:
     steps: int = 0
     operator: str = "sample"  # how the attempt was made: sample | revision | recombination | refinement
     parents: list[str] = field(default_factory=list)
+    analysis: str | None = None  # an LLM's account of why it failed (`analyst.py`), when one was asked
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

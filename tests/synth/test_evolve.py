@@ -14,7 +14,7 @@ from agentic_infer.tasks import get_task
 from agentic_infer.testing import FakeLLM
 from agentic_infer.types import Step, Trajectory
 from agentic_infer.verify import score
-from synth.evolve import best_of, evolve, recombination, refinement, revision, summarize
+from synth.evolve import LLMAnalyst, best_of, evolve, recombination, refinement, revision, summarize
 
 PUZZLE = {"id": "game24-x", "question": "4 6 1 1", "gold": ["24"]}
 TASK = get_task("game24")
@@ -57,6 +57,24 @@ async def test_the_operators_take_turns_until_the_budget_is_spent():
     assert not result.solved and result.used == 6 and len(llm.prompts) == 6
     assert [t.metadata["lineage"]["operator"] for t in result.attempts] == [
         "sample", "sample", "revision", "refinement", "refinement", "revision"]  # one answer: nothing to recombine
+
+
+async def test_an_llm_analysis_of_a_failed_attempt_reaches_the_next_attempt():
+    """The optional LLM summariser: its analysis of each failed attempt is quoted in the operator's guidance, and
+    only that analysis (not the template) holds what the policy needs."""
+    def needs_the_hint(prompt: str) -> str:
+        return "\\boxed{4*6*1*1}" if "multiply" in prompt else "\\boxed{4+6+1+1}"
+
+    judge = FakeLLM(lambda p: "It added all four numbers;\n multiply 4 by 6 and keep the ones.")
+    llm = FakeLLM(needs_the_hint)
+    result = await evolve(PUZZLE, engine_factory(llm), verify, budget=4, pool=2, analyst=LLMAnalyst(judge))
+    assert result.solved and result.used == 3 and result.analyses == 2  # the solved attempt is not analysed
+    assert "Question: 4 6 1 1" in judge.prompts[0] and "Its final answer: 4+6+1+1" in judge.prompts[0]
+    assert "wrong answer" in judge.prompts[0] and judge.params[0].temperature == 0.0
+    assert result.attempts[0].metadata["analysis"] == "It added all four numbers; multiply 4 by 6 and keep the ones."
+    assert "Analysis of that attempt: It added" in llm.prompts[-1]  # the policy's backend saw it
+    plain = await evolve(PUZZLE, engine_factory(FakeLLM(needs_the_hint)), verify, budget=4, pool=2)
+    assert not plain.solved and plain.analyses == 0
 
 
 def test_the_analyser_names_the_failure_mode():
