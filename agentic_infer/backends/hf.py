@@ -74,6 +74,7 @@ class HFLLM(BaseLLM):
 
     name = "hf"
     max_concurrency = 1
+    model_path: str | None = None  # the checkpoint loaded; None for a model handed over in memory (`from_model`)
 
     def __init__(self, path: str, *, device: str = "auto", dtype: str = "auto", gguf_file: str | None = None,
                  tokenizer: str | None = None, batch: int = 1):
@@ -98,6 +99,7 @@ class HFLLM(BaseLLM):
         hf_tok = AutoTokenizer.from_pretrained(tokenizer or path, **kw)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtypes[dtype], **kw).to(device).eval()
         self._attach(model, hf_tok, device)
+        self.model_path = str(path)  # what an eval run records (eval.summary.model_info: its lineage.json)
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, *, device: str | None = None, batch: int = 1) -> HFLLM:

@@ -125,6 +125,7 @@ def test_train_sft_end_to_end_gguf_round_trip(tmp_path, tiny_dir, tokenizer, tra
     from eval.summary import model_info  # what an eval run of the GGUF records about it
 
     assert model_info(gg, f"llamacpp://{out / 'policy.gguf'}")["lineage"] == lineage
+    assert model_info(hf, f"hf://{out}")["lineage"] == lineage  # and of the checkpoint, run on transformers
 
 
 def test_lora_is_merged_before_saving(tmp_path, tiny_dir, tokenizer, traj_factory):
