@@ -52,10 +52,11 @@ PLAIN_K, PLAIN_PASSAGE_CHARS, PLAIN_MAX_SEARCHES = 2, 300, 5  # the plain settin
 
 
 def plain_options(*, k: int = PLAIN_K, passage_chars: int = PLAIN_PASSAGE_CHARS,
-                  max_searches: int = PLAIN_MAX_SEARCHES) -> dict[str, Any]:
-    """The plain Search-o1 setting (raw passages cut to `passage_chars`, no Reason-in-Documents) that
-    distillation demonstrations are built with and a distilled policy is served and evaluated with."""
-    return {"rid": False, "k": k, "passage_chars": passage_chars, "max_searches": max_searches}
+                  max_searches: int = PLAIN_MAX_SEARCHES, dialect: str = "search_o1") -> dict[str, Any]:
+    """The plain setting (raw passages cut to `passage_chars`, no Reason-in-Documents) that distillation
+    demonstrations are built with and a distilled policy is served and evaluated with, in `dialect` (search_o1;
+    afm for a policy distilled from Chain-of-Agents runs)."""
+    return {"dialect": dialect, "rid": False, "k": k, "passage_chars": passage_chars, "max_searches": max_searches}
 
 
 @renamed(top_k=("k", "documents per search"))

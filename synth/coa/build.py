@@ -44,11 +44,17 @@ MODES = ("teacher-free", "llm")
 
 @dataclass(frozen=True)
 class CoAOptions:
-    """`k`: documents per search; `corpus`: "question" (its own paragraphs) or "pooled" (every loaded question's
-    paragraphs in one index); `end_of_turn`: close the answer with the chat template's end-of-turn text; `mode`:
-    "teacher-free" (roles from the gold decomposition) or "llm" (a model per role: `build_coa(..., llms=...)`)."""
+    """`k`: documents per search; `passage_chars`: each passage cut to this many characters (0: whole);
+    `max_searches`: the limit the prompt states and the loop enforces (None: two wordings per gold hop, so every
+    hop can be searched again after a miss); `corpus`: "question" (its own paragraphs) or "pooled" (every loaded
+    question's paragraphs in one index); `end_of_turn`: close the answer with the chat template's end-of-turn
+    text; `mode`: "teacher-free" (roles from the gold decomposition) or "llm" (a model per role:
+    `build_coa(..., llms=...)`). A policy trained on the runs is served with the same `k`, `passage_chars` and
+    `max_searches` (`agentic train distill --set demos=coa` fixes them to its eval setting)."""
 
     k: int = 3
+    passage_chars: int = 0
+    max_searches: int | None = None
     corpus: str = "question"
     end_of_turn: bool = True
     mode: str = "teacher-free"
@@ -56,6 +62,8 @@ class CoAOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or self.k < 1:
             raise ConfigError(f"CoAOptions.k={self.k!r}: must be an integer >= 1")
+        if self.max_searches is not None and (not isinstance(self.max_searches, int) or self.max_searches < 1):
+            raise ConfigError(f"CoAOptions.max_searches={self.max_searches!r}: an integer >= 1, or None")
         if self.corpus not in CORPORA:
             raise ConfigError(f"CoAOptions.corpus={self.corpus!r}: choose one of {CORPORA}")
         if self.mode not in MODES:
@@ -82,8 +90,9 @@ async def build_one(plan: GoldPlan, retriever: Any, vocab: Vocab, options: CoAOp
     else:
         roles = Roles(plan, recording, end_of_turn=eot)
     policy = CoAPolicy(vocab, roles)
-    most = max(len(plan.hops), roles.max_hops if options.mode == "llm" else 0) * len(WORDINGS)
-    engine = SearchO1(policy, recording, dialect="afm", k=options.k, max_searches=most, max_turns=most + 1,
+    most = options.max_searches or max(len(plan.hops), roles.max_hops if options.mode == "llm" else 0) * len(WORDINGS)
+    engine = SearchO1(policy, recording, dialect="afm", k=options.k, passage_chars=options.passage_chars,
+                      max_searches=most, max_turns=most + 1,
                       max_total_tokens=1 << 24, sampling=SamplingParams(max_tokens=1 << 16, temperature=0.0))
     example = {"id": plan.example_id, "question": plan.question, "gold": list(plan.gold), "task": task}
     traj = (await engine.run(example)).trajectories[0]

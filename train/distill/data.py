@@ -162,8 +162,27 @@ async def build_plain_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab,
     return kept, {"questions": len(examples), "verified": len(kept), "rejected": dict(reasons)}
 
 
+async def build_coa_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, options: Mapping[str, Any]
+                          ) -> tuple[list[Trajectory], dict[str, Any]]:
+    """The afm-dialect counterpart of `build_plain_demos` (`demos=coa`): teacher-free Chain-of-Agents runs
+    (`synth.coa`) over each question's own paragraphs with the plain setting's `k`, `passage_chars` and
+    `max_searches`, kept by CoA's progressive filter, and the counts."""
+    from synth.coa import CoAOptions, build_coa
+
+    res = await build_coa(examples, vocab, CoAOptions(k=options["k"], passage_chars=options["passage_chars"],
+                                                      max_searches=options["max_searches"]))
+    plans = {str(ex["id"]): gold_plan(ex)[0] for ex in examples}
+    for t in res.trajectories:
+        plan = plans[str(t.group_id)]  # the question as the run asked it (the plan's, stripped)
+        t.metadata.update({"question": plan.question, "gold": list(plan.gold)})
+    st = res.stats
+    return res.trajectories, {"questions": st["questions"], "verified": st["kept"],
+                              "rejected": {**st["no_plan"], **st["dropped"]}}
+
+
 def prompt_is_plain(traj: Trajectory, question: str, vocab: Vocab, options: Mapping[str, Any]) -> bool:
-    """The demonstration's prompt is exactly what the eval engine renders for its question (no extra help)."""
+    """The demonstration's prompt is exactly what the eval engine renders for its question (no extra help), in
+    the dialect `options` name."""
     engine = SearchO1(ScriptedPolicy(vocab, []), RecordingRetriever(None), **plain_options(**options))
     expected = vocab.render(engine.messages({"question": question}))
     prompt = "".join(s.text for s in traj.segments if s.kind == "prompt")

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+DEMOS_TEXT = {"plain": "scripted Search-o1 demonstrations", "coa": "teacher-free Chain-of-Agents runs (afm dialect)"}
+
 
 def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
     """stage -> what it did, in stage order."""
@@ -19,7 +21,7 @@ def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
     rs = data.get("rejection_sampling", {})
     timings = grpo.get("rollout_timings", {})
     return {
-        "data": f"{data.get('verified')} verified rows: scripted demonstrations (plain Search-o1 prompt, top-{s.k} "
+        "data": f"{data.get('verified')} verified rows: {DEMOS_TEXT[s.demos]} (plain prompt, top-{s.k} "
                 f"raw passages cut to {s.passage_chars} chars) + {rs.get('kept', 0)} of {rs.get('samples', 0)} "
                 f"rejection-sampled rollouts of the base on {rs.get('questions', 0)} questions; dev-overlap questions "
                 f"dropped: {data.get('dev_overlap_dropped')} (checked against {data.get('dev_questions_checked')} "

@@ -158,6 +158,53 @@ def test_compare_spec_gives_the_base_its_help_and_the_policies_the_plain_prompt(
     assert path == tmp_path / "compare.yaml" and "policies:" in path.read_text()
 
 
+def test_coa_demos_are_trained_and_served_in_the_afm_dialect(tmp_path, vocab):
+    """`demos=coa`: the data stage writes Chain-of-Agents runs in AFM's dialect with the plain setting's passages,
+    the filter keeps them only under the afm eval prompt, and the eval spec serves the policy in that dialect."""
+    from agentic_infer.types import Trajectory
+    from train.distill import evaluate
+
+    s = replace(S, demos="coa", limit=4, sources=(("musique", "musique_train_100.json"),
+                                                   ("hotpotqa-evidence", "hotpotqa_train_evidence_500.jsonl")))
+    data, filt = tmp_path / "data", tmp_path / "filter"
+    data.mkdir()
+    filt.mkdir()
+    summary = recipe.stage_data(s, data)
+    trajs = [Trajectory.from_json(line) for line in (data / "demos.jsonl").open()]
+    assert trajs and summary["verified"] == len(trajs) == sum(v["verified"] for v in summary["sources"].values())
+    t = trajs[0]
+    assert "<wiki_search>" in t.completion_text and "\\boxed" not in t.completion_text
+    assert prompt_is_plain(t, t.metadata["question"], vocab, s.engine_options)
+    assert not prompt_is_plain(t, t.metadata["question"], vocab, S.engine_options)  # not Search-o1's prompt
+    passages = [p for o in (x.text for x in t.segments if x.kind == "observation") for p in o.split("**Document ")[1:]]
+    assert passages and all(len(p.split("\n", 1)[1].split("</observation>")[0].strip()) <= s.passage_chars + 4
+                            for p in passages)
+    out = recipe.stage_filter(s, filt, data)
+    rows = [json.loads(line) for line in (filt / "sft.jsonl").open()]
+    assert out["rows"] == len(rows) >= 1 and out["dropped"]["not_plain_prompt"] == 0  # a question with a trailing space too
+    assert "<plan>" in vocab.tokenizer.decode(rows[0]["input_ids"])
+    assert rows[0]["metadata"]["lineage"]["operator"] == "coa_linearise"
+    (tmp_path / "sft" / "model").mkdir(parents=True)
+    (tmp_path / "sft" / "model" / "policy.gguf").write_bytes(b"x")
+    spec = evaluate.compare_spec(replace(s, out=str(tmp_path)))
+    assert spec["policies"]["sft"]["settings"]["dialect"] == "afm"
+    assert evaluate.compare_spec(replace(S, out=str(tmp_path)))["policies"]["sft"]["settings"]["dialect"] == "search_o1"
+    assert stage_hashes(s)["data"] != stage_hashes(replace(s, demos="plain"))["data"]
+    with pytest.raises(ConfigError, match="demos='afm'"):
+        DistillSettings(demos="afm")
+
+
+def test_grpo_rewards_read_the_answer_in_the_policys_dialect():
+    """A CoA policy answers in <answer>: its rewards read that tag; the Search-o1 rewards (\\boxed) do not."""
+    done = "<think>Look it up.</think>\n<wiki_search>capital of France</wiki_search>\n<answer>Paris</answer>"
+    rows = {"answer": ["Paris", "Paris"], "question": ["Capital of France?"] * 2}
+    _, afm = recipe.grpo_rewards("f1", dialect="afm")
+    _, plain = recipe.grpo_rewards("f1")
+    assert afm([done, done.replace(">Paris<", ">Lyon<")], **rows) == [1.0, 0.0]
+    assert plain([done], **{k: v[:1] for k, v in rows.items()}) == [0.0]
+    [em] = recipe.grpo_monitors("f1", "afm")
+    assert em([done], **{k: v[:1] for k, v in rows.items()}) == [1.0]
+
 
 @pytest.mark.filterwarnings("ignore")
 def test_expert_iteration_samples_the_sft_policy_and_trains_on_its_correct_rollouts(tmp_path, vocab, hf_smollm2,
