@@ -106,7 +106,7 @@ async def build_one(plan: GoldPlan, retriever: Any, vocab: Vocab, options: CoAOp
         traj.usage.llm_calls = 0  # nothing was sampled: the roles are filled from the gold plan
     turns = [list(turn) for turn in policy.log]
     traj.metadata.update({
-        "demonstration": True,
+        "demonstration": True, "question": plan.question, "gold": list(plan.gold),
         "coa": {"mode": options.mode, "roles": turns, "reflections": sum("reflector" in t for t in turns),
                 "unresolved": policy.state.get("unresolved", []), "k": options.k, "corpus": options.corpus},
         "lineage": {"source": plan.example_id, "task": task, "engine": f"chain-of-agents/{options.mode}",

@@ -171,11 +171,7 @@ async def build_coa_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, o
 
     res = await build_coa(examples, vocab, CoAOptions(k=options["k"], passage_chars=options["passage_chars"],
                                                       max_searches=options["max_searches"]))
-    plans = {str(ex["id"]): gold_plan(ex)[0] for ex in examples}
-    for t in res.trajectories:
-        plan = plans[str(t.group_id)]  # the question as the run asked it (the plan's, stripped)
-        t.metadata.update({"question": plan.question, "gold": list(plan.gold)})
-    st = res.stats
+    st = res.stats  # each run's metadata holds the question as it asked it (the plan's, stripped) and the gold
     return res.trajectories, {"questions": st["questions"], "verified": st["kept"],
                               "rejected": {**st["no_plan"], **st["dropped"]}}
 
