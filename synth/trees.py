@@ -21,8 +21,8 @@ recorded LLM call (prompt ids, sampled ids, logprobs; `engines/tree/engine.py`).
   visited it, else its own evaluation (`reward`). A row holds TRL's DPO columns `prompt`, `chosen`, `rejected`
   (text) and `prompt_ids`, `chosen_ids`, `rejected_ids` (the sampled ids; TRL's `DataCollatorForPreference`
   takes these), the node ids (`parent`, `chosen_node`, `rejected_node`), the two scores and visit counts, and
-  `metadata["lineage"]`. TRL 1.16's `DPOTrainer` tokenizes the text columns again (and appends EOS); on SmolLM2
-  that gave the sampled ids back on every call of a real LATS search, but only the ids columns are exact.
+  `metadata["lineage"]`. `agentic train dpo --data pairs.jsonl` (`train.dpo`) trains on the ids columns as they
+  are; TRL 1.16's own `DPOTrainer` would tokenize the text columns again (and append EOS).
 
 Every dropped step or pair has a reason (`dropped.jsonl`; counted in `stats.json`): `path_incorrect`,
 `path_unverified`, `no_path`, `not_token_exact` (a call without ids: the backend had no tokenizer),

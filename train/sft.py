@@ -19,7 +19,7 @@ Precision and threads are `precision` (auto | fp32 | bf16 | fp16: fp32 weights, 
 `out` ends with the HF checkpoint (`out/`), `out/policy.gguf` (unless `gguf=none`), `out/sft_result.json` and
 `out/lineage.json` (the data's origins, `agentic_infer.lineage`: rows by operator, engine and backend, distinct
 sources, the file's sha256; an eval run of the policy records it).
-Not covered: multi-GPU launch (see `train.launch`), DPO / preference data.
+Not covered: multi-GPU launch (see `train.launch`). Preference pairs: `train.dpo`.
 """
 
 from __future__ import annotations
@@ -78,14 +78,20 @@ class SFTSettings:
     trl: dict[str, Any] = field(default_factory=dict)  # any further SFTConfig arguments
 
     def __post_init__(self) -> None:
-        from train.model_io import OUTTYPES
+        check_trainer_settings(self)
 
-        check_settings(self.precision, self.threads, self.trl)
-        if self.gguf not in (*OUTTYPES, "none"):
-            raise ConfigError(f"gguf={self.gguf!r}: must be one of {(*OUTTYPES, 'none')}")
-        if self.max_length < 1 or self.batch_size < 1 or self.grad_accum < 1:
-            raise ConfigError("max_length, batch_size and grad_accum must be >= 1 "
-                              f"(got {self.max_length}, {self.batch_size}, {self.grad_accum})")
+
+def check_trainer_settings(settings: Any) -> None:
+    """The checks every offline trainer's settings share (SFT, DPO): precision, threads and TRL overrides, the
+    GGUF type, positive lengths and batch sizes; a ConfigError naming the offending value."""
+    from train.model_io import OUTTYPES
+
+    check_settings(settings.precision, settings.threads, settings.trl)
+    if settings.gguf not in (*OUTTYPES, "none"):
+        raise ConfigError(f"gguf={settings.gguf!r}: must be one of {(*OUTTYPES, 'none')}")
+    if settings.max_length < 1 or settings.batch_size < 1 or settings.grad_accum < 1:
+        raise ConfigError("max_length, batch_size and grad_accum must be >= 1 "
+                          f"(got {settings.max_length}, {settings.batch_size}, {settings.grad_accum})")
 
 
 @dataclass
@@ -157,23 +163,31 @@ def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str |
                precision: Precision | None = None) -> Any:
     """TRL's `SFTConfig` for these settings (CPU-friendly defaults: no reporting; checkpoints only with
     `save_steps`); `precision`: the run's resolved one (default: `settings.precision` resolved here)."""
-    import torch
     from trl import SFTConfig
 
-    precision = precision or resolve_precision(settings.precision)
-    kw: dict[str, Any] = dict(
-        output_dir=output_dir or str(Path(settings.out) / "trainer"), max_steps=settings.max_steps,
-        num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=settings.grad_accum,
-        max_length=settings.max_length, packing=settings.packing, seed=settings.seed,
-        logging_steps=settings.logging_steps, report_to="none", use_cpu=not torch.cuda.is_available(),
-        **({"save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": 1}
-           if settings.save_steps > 0 else {"save_strategy": "no"}),
-        dataset_kwargs={"skip_prepare_dataset": False}, assistant_only_loss=kind == "messages",
-        **precision.trl_args(),
-    )
+    kw = trainer_arguments(settings, output_dir=output_dir or str(Path(settings.out) / "trainer"), precision=precision)
+    kw.update(max_length=settings.max_length, packing=settings.packing, dataset_kwargs={"skip_prepare_dataset": False},
+              assistant_only_loss=kind == "messages")
     kw.update(settings.trl)
     return SFTConfig(**kw)
+
+
+def trainer_arguments(settings: Any, *, output_dir: str, precision: Precision | None = None) -> dict[str, Any]:
+    """The TrainingArguments every offline trainer here shares (SFT, DPO): steps or epochs, learning rate, batch,
+    seed, logging, no reporting, CPU when there is no CUDA, checkpoints only with `save_steps` (the last kept),
+    and the resolved precision (default: `settings.precision` resolved here)."""
+    import torch
+
+    precision = precision or resolve_precision(settings.precision)
+    return dict(
+        output_dir=output_dir, max_steps=settings.max_steps, num_train_epochs=settings.epochs,
+        learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum, seed=settings.seed, logging_steps=settings.logging_steps,
+        report_to="none", use_cpu=not torch.cuda.is_available(),
+        **({"save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": 1}
+           if settings.save_steps > 0 else {"save_strategy": "no"}),
+        **precision.trl_args(),
+    )
 
 
 def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], settings: SFTSettings, *,

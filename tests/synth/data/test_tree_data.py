@@ -19,6 +19,7 @@ from tree_fakes import Game24Policy, Game24RAPPolicy, searched  # noqa: E402
 from agentic_infer.cli import main  # noqa: E402
 from agentic_infer.engines.tree import LATS, RAP, Game24LATSEnv, Game24RAPTask  # noqa: E402
 from agentic_infer.errors import ConfigError  # noqa: E402
+from agentic_infer.runner import write_jsonl  # noqa: E402
 from agentic_infer.testing import FakeLLM  # noqa: E402
 from agentic_infer.types import Rollout  # noqa: E402
 from synth.export import export_rows, read_trajectories  # noqa: E402
@@ -144,27 +145,27 @@ async def test_cli_writes_sft_pairs_drops_and_stats(tmp_path, capsys):
     assert [r.example_id for r in read_rollouts(run)] == ["p1"]
 
 
-async def test_trl_dpo_trains_on_the_pairs(tmp_path, hf_smollm2):
-    """TRL's DPOTrainer takes the rows as they are (its text columns) and makes one finite update; its collator
-    builds the pair sequences from the rows' own ids."""
+async def test_train_dpo_trains_on_the_pairs_own_ids(tmp_path, hf_smollm2):
+    """`train.dpo`'s trainer takes the rows' ids as they are (TRL's collator builds each pair's sequences from
+    them) and makes one finite update of the embedded model."""
     import torch
-    from datasets import Dataset
-    from trl import DPOConfig, DPOTrainer
     from trl.trainer.dpo_trainer import DataCollatorForPreference
+
+    from train.dpo import DPOSettings, build_dpo_trainer, read_pairs
 
     rollout, _, _ = await _search(lats, Game24Policy)
     pairs = tree_data([rollout], scope="tree").pairs[:2]
-    batch = DataCollatorForPreference(pad_token_id=0)(pairs)
+    rows, kind, _ = read_pairs(write_jsonl(tmp_path / "pairs.jsonl", pairs), max_length=512)
+    batch = DataCollatorForPreference(pad_token_id=0)(rows)
     for i, row in enumerate(pairs):
         ids = batch["input_ids"][i][batch["attention_mask"][i].bool()].tolist()
         assert ids == row["prompt_ids"] + row["chosen_ids"]
     model = copy.deepcopy(hf_smollm2.model)  # the session's shared model stays as it is
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-    args = DPOConfig(output_dir=str(tmp_path / "dpo"), max_steps=1, per_device_train_batch_size=2,
-                     learning_rate=1e-5, report_to=[], logging_steps=1, use_cpu=True, save_strategy="no",
-                     max_length=512, bf16=False, dataloader_num_workers=0)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(pairs),
-                         processing_class=hf_smollm2._hf_tok)
+    settings = DPOSettings(data="pairs.jsonl", out=str(tmp_path / "dpo"), max_steps=1, batch_size=2,
+                           learning_rate=1e-5, max_length=512, gguf="none", precision="fp32", threads=1)
+    trainer = build_dpo_trainer(model, hf_smollm2._hf_tok, rows, settings)
+    assert kind == "ids" and [trainer.train_dataset[i]["chosen_ids"] for i in range(2)] == [r["chosen_ids"] for r in pairs]
     trainer.train()
     loss = next(h["loss"] for h in trainer.state.log_history if "loss" in h)
     assert torch.isfinite(torch.tensor(loss))
