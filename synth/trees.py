@@ -59,17 +59,23 @@ class TreeData:
 
 
 def read_rollouts(path: str | Path) -> Iterator[Rollout]:
-    """The Rollouts of a run directory (its `rollouts.jsonl`) or of one JSONL file."""
+    """The Rollouts of a run directory (its `rollouts.jsonl`; the backend its `run.json` names goes into each
+    rollout's metadata, for the rows' lineage) or of one JSONL file."""
     path = Path(path)
     file = path / "rollouts.jsonl" if path.is_dir() else path
     if not file.is_file():
         raise ConfigError(f"--in {path}: no rollouts.jsonl there; pass the --out directory of `agentic eval run "
                           "--engine lats|rap` or a JSONL file of Rollouts")
+    run = path / "run.json"
+    backend = json.loads(run.read_text()).get("config", {}).get("backend") if path.is_dir() and run.is_file() else None
     for n, rec in iter_jsonl(file, "one Rollout a line"):
         if "trajectories" not in rec or "example_id" not in rec:
             raise ConfigError(f"{file}:{n}: not a Rollout record (keys {sorted(rec)[:8]}); tree data needs the "
                               "rollouts of a tree search")
-        yield Rollout.from_dict(rec)
+        rollout = Rollout.from_dict(rec)
+        if backend and not rollout.metadata.get("backend"):
+            rollout.metadata["backend"] = backend
+        yield rollout
 
 
 def _samples(rollout: Rollout) -> dict[str, tuple[Segment, Segment, str | None]]:

@@ -129,6 +129,7 @@ async def test_cli_writes_sft_pairs_drops_and_stats(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "rollouts.jsonl").write_text(rollout.to_json() + "\n")
+    (run / "run.json").write_text(json.dumps({"config": {"engine": "lats", "backend": "llamacpp://default"}}))
     out = tmp_path / "data"
     with pytest.raises(SystemExit) as e:
         main(["synth", "tree-data", "--in", str(run), "--out", str(out), "--scope", "tree"])
@@ -138,6 +139,7 @@ async def test_cli_writes_sft_pairs_drops_and_stats(tmp_path, capsys):
     assert len(pairs) == stats["pairs"] > 0 and stats["sft_steps"] == len(list(read_trajectories(out / "sft")))
     assert sum(stats["dropped"].values()) == len((out / "dropped.jsonl").read_text().splitlines())
     assert {"prompt", "chosen", "rejected", "prompt_ids", "chosen_ids", "rejected_ids"} <= set(pairs[0])
+    assert {p["metadata"]["lineage"]["backend"] for p in pairs} == {"llamacpp://default"}  # the run's, from run.json
     assert "tree-data:" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         main(["synth", "tree-data", "--in", str(run), "--out", str(out)])
