@@ -9,7 +9,8 @@ The items without a row in DIR/results.jsonl are split into `tasks` shards (rank
 each a rank of `agentic_infer.shards.run_shards` that loads the backend itself and runs `eval.runner.generate` into
 DIR/shards/<plan>/<rank>/ (its own rollouts.jsonl and results.jsonl, resumable like any run). When every shard
 has finished, their rollouts and rows join DIR/rollouts.jsonl and DIR/results.jsonl (rewritten atomically, in
-the examples' order, one per id), and the run goes on as a local one (judge, summary.json). <plan> hashes the
+the examples' order, one per id) and their error records DIR/rollouts.jsonl.errors.jsonl (what `eval compare`
+reports as the reasons for unscored items), and the run goes on as a local one (judge, summary.json). <plan> hashes the
 shard plan (the pending ids and the task count): a rerun of a killed run finds the shards that finished
 (datatrove's completion markers, DIR/shards/<plan>/logs/) and the others resume from their own files, so no
 item is generated twice.
@@ -44,16 +45,6 @@ def generate_shard(cfg: Any, ids: list[str], rank: int, world: int, out: Path) -
     return len(mine)
 
 
-def _lines_by_id(path: Path, key: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if not path.exists():
-        return out
-    repair_jsonl(path)
-    for _, rec in iter_jsonl(path, "one record a line", skip_bad=True):
-        out.setdefault(str(rec[key]), json.dumps(rec, ensure_ascii=False, default=str))
-    return out
-
-
 def run_sharded(cfg: Any, examples: list[dict[str, Any]], out: Path) -> None:
     """Generate the pending items of `examples` on `cfg.executor`, then merge the shards into `out`."""
     rollouts_path, results_path = out / "rollouts.jsonl", out / "results.jsonl"
@@ -73,6 +64,30 @@ def run_sharded(cfg: Any, examples: list[dict[str, Any]], out: Path) -> None:
     last = len(order)
     write_jsonl(rollouts_path, [v for _, v in sorted(rollouts.items(), key=lambda kv: order.get(kv[0], last))])
     write_jsonl(results_path, [v for _, v in sorted(rows.items(), key=lambda kv: order.get(kv[0], last))])
+    errors_path = out / "rollouts.jsonl.errors.jsonl"  # the items that failed, as a one-process run records them
+    errors = dict.fromkeys(_line(rec) for path in [errors_path, *(s / errors_path.name for s in shards)]
+                           for rec in _records(path))
+    if errors:
+        write_jsonl(errors_path, list(errors))
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    """A JSONL file's records, a torn last line repaired ([] when the file does not exist)."""
+    if not path.exists():
+        return []
+    repair_jsonl(path)
+    return [rec for _, rec in iter_jsonl(path, "one record a line", skip_bad=True)]
+
+
+def _line(rec: dict[str, Any]) -> str:
+    return json.dumps(rec, ensure_ascii=False, default=str)
+
+
+def _lines_by_id(path: Path, key: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for rec in _records(path):
+        out.setdefault(str(rec[key]), _line(rec))
+    return out
 
 
 __all__ = ["generate_shard", "run_sharded"]

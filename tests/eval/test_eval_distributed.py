@@ -89,3 +89,23 @@ def test_a_killed_sharded_run_resumes_without_generating_an_item_twice(hq16, tmp
     after = _shard_rollout_ids(out)
     assert len(after) == 16 == len(set(after))  # no item generated twice
     assert json.loads((out / "summary.json").read_text())["n"] == 16
+
+
+async def test_a_sharded_run_keeps_the_reasons_its_failed_items_failed(tmp_path):
+    """Items that fail in a shard (here: a question without paragraphs for --corpus per-question) are recorded in
+    the run's own errors file, as a one-process run records them, so `eval compare` can say why they are unscored."""
+    from eval.compare import coverage
+
+    rows = [*HOTPOT[:4], {**HOTPOT[4], "context": []}, {**HOTPOT[5], "context": []}]
+    data = tmp_path / "hq.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    base = dict(task="hotpotqa", data=str(data), engine="search-o1", corpus="per-question", backend=REPLY)
+    await run_eval(RunConfig(out=str(tmp_path / "one"), **base), progress=False)
+    out = tmp_path / "sharded"
+    await run_eval(RunConfig(out=str(out), executor=ExecutorConfig(kind="local", tasks=2, workers=2), **base),
+                   progress=False)
+    failed = {json.loads(line)["id"] for line in (out / "rollouts.jsonl.errors.jsonl").read_text().splitlines()}
+    assert failed == {"q4", "q5"} == {json.loads(line)["id"] for line in
+                                      (tmp_path / "one" / "rollouts.jsonl.errors.jsonl").read_text().splitlines()}
+    [line] = coverage({"p": {"hotpotqa": out}})
+    assert line.startswith("- p / hotpotqa: 4 of 6 scored; failed: 2 x ConfigError:") and "no paragraphs" in line
