@@ -29,7 +29,7 @@ from typing import Any
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import iter_jsonl
 from train.precision import Compute, Precision, resolve_compute
-from train.sft import check_trainer_settings, last_checkpoint, trainer_arguments
+from train.trainer_args import check_trainer_settings, last_checkpoint, trainer_arguments
 
 PAIR_IDS = ("prompt_ids", "chosen_ids", "rejected_ids")
 PAIR_TEXT = ("prompt", "chosen", "rejected")

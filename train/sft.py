@@ -35,14 +35,8 @@ from agentic_infer.config import renamed
 from agentic_infer.errors import ConfigError
 from agentic_infer.runner import iter_jsonl
 from agentic_infer.types import Rollout, Trajectory
-from train.precision import (
-    DTYPE_RENAMED,
-    Compute,
-    Precision,
-    check_settings,
-    resolve_compute,
-    resolve_precision,
-)
+from train.precision import DTYPE_RENAMED, Compute, Precision, resolve_compute
+from train.trainer_args import check_trainer_settings, last_checkpoint, trainer_arguments
 
 log = logging.getLogger(__name__)
 
@@ -79,19 +73,6 @@ class SFTSettings:
 
     def __post_init__(self) -> None:
         check_trainer_settings(self)
-
-
-def check_trainer_settings(settings: Any) -> None:
-    """The checks every offline trainer's settings share (SFT, DPO): precision, threads and TRL overrides, the
-    GGUF type, positive lengths and batch sizes; a ConfigError naming the offending value."""
-    from train.model_io import OUTTYPES
-
-    check_settings(settings.precision, settings.threads, settings.trl)
-    if settings.gguf not in (*OUTTYPES, "none"):
-        raise ConfigError(f"gguf={settings.gguf!r}: must be one of {(*OUTTYPES, 'none')}")
-    if settings.max_length < 1 or settings.batch_size < 1 or settings.grad_accum < 1:
-        raise ConfigError("max_length, batch_size and grad_accum must be >= 1 "
-                          f"(got {settings.max_length}, {settings.batch_size}, {settings.grad_accum})")
 
 
 @dataclass
@@ -172,24 +153,6 @@ def sft_config(settings: SFTSettings, *, kind: str = "tokens", output_dir: str |
     return SFTConfig(**kw)
 
 
-def trainer_arguments(settings: Any, *, output_dir: str, precision: Precision | None = None) -> dict[str, Any]:
-    """The TrainingArguments every offline trainer here shares (SFT, DPO): steps or epochs, learning rate, batch,
-    seed, logging, no reporting, CPU when there is no CUDA, checkpoints only with `save_steps` (the last kept),
-    and the resolved precision (default: `settings.precision` resolved here)."""
-    import torch
-
-    precision = precision or resolve_precision(settings.precision)
-    return dict(
-        output_dir=output_dir, max_steps=settings.max_steps, num_train_epochs=settings.epochs,
-        learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.grad_accum, seed=settings.seed, logging_steps=settings.logging_steps,
-        report_to="none", use_cpu=not torch.cuda.is_available(),
-        **({"save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": 1}
-           if settings.save_steps > 0 else {"save_strategy": "no"}),
-        **precision.trl_args(),
-    )
-
-
 def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], settings: SFTSettings, *,
                       kind: str = "tokens", output_dir: str | None = None, precision: Precision | None = None) -> Any:
     """A TRL `SFTTrainer` over `rows` (LoRA adapters added when `settings.lora`; `precision` as in `sft_config`)."""
@@ -208,13 +171,6 @@ def build_sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], se
                                  target_modules=list(settings.lora_targets), task_type="CAUSAL_LM")
     return SFTTrainer(model=model, args=sft_config(settings, kind=kind, output_dir=output_dir, precision=precision),
                       train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
-
-
-def last_checkpoint(folder: str | Path) -> str | None:
-    """The newest `checkpoint-N` folder the trainer saved in `folder` (None when there is none)."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(folder)) if Path(folder).is_dir() else None
 
 
 def train_sft(settings: SFTSettings, *, compute: Compute | None = None) -> SFTResult:

@@ -202,8 +202,6 @@ CURVE_KEYS = ("step", "reward", "reward_std", "entropy", "loss", "grad_norm", "d
 
 def stage_rl(s: RLSettings, estimator: str, d: Path, sft: Path, *, compute: Compute) -> dict[str, Any]:
     """`rl_steps` steps of `estimator` from the SFT weights (see the module docstring)."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     from agentic_infer.types import SamplingParams
     from train.grpo.config import GRPOSettings
     from train.grpo.rollout import task_row_prompt
@@ -211,6 +209,7 @@ def stage_rl(s: RLSettings, estimator: str, d: Path, sft: Path, *, compute: Comp
     from train.grpo.trainer import Estimator
     from train.model_io import export_gguf, load_trainable, save_checkpoint
     from train.rl.validate import ValidationCallback
+    from train.trainer_args import last_checkpoint
 
     est = Estimator(name="arpo" if estimator in BRANCHED else estimator, gamma=s.gamma, omega=s.omega)
     per_step = s.rl_tasks * s.rl_generations
@@ -233,7 +232,7 @@ def stage_rl(s: RLSettings, estimator: str, d: Path, sft: Path, *, compute: Comp
                              batch=s.val_size, tokenizer=tokenizer, log=d / "validation.jsonl",
                              start=json.loads((sft / "done.json").read_text())["summary"]["validation"])
     trainer.add_callback(val)
-    last = get_last_checkpoint(str(d / "trainer")) if (d / "trainer").is_dir() else None
+    last = last_checkpoint(d / "trainer")
     t0 = time.perf_counter()
     out = trainer.train(resume_from_checkpoint=last)
     seconds = time.perf_counter() - t0
