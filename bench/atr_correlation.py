@@ -1,6 +1,7 @@
 """Atom-Searcher's Atomic Thought Reward against the outcome: does ATR rank trajectories as final F1 does?
 
     .venv/bin/python bench/atr_correlation.py [--backend URI] [--limit 150] [--out runs/atom/musique-dev]
+    .venv/bin/python bench/atr_correlation.py --existing --out RUN_DIR   # an eval run made elsewhere (eval compare)
 
 Runs `agentic eval run --task musique --data musique_ans_dev_150.jsonl --engine search-o1 --set
 dialect=atom_searcher --set worked_example=true --corpus per-question ...` (BM25 over each question's own paragraphs; the Atom-Searcher dialect: JSON web_search calls, a pre-filled `<think>`, atomic
@@ -8,7 +9,8 @@ thoughts as the model's own tags; eval resumes a stopped run), then scores every
 against its gold decomposition (`train.rewards.atomic.OfflineRRM`), with atomic thoughts and with the paper's
 ablation (the whole `<think>` as one atom), and reports Spearman's rho between ATR and F1 over the trajectories
 the RRM scored, with a 95% bootstrap interval over questions, the atoms per trajectory by tag, and how many
-trajectories had no scored atom. Writes `OUT/atr.json` and prints a markdown table.
+trajectories had no scored atom. Writes `OUT/atr.json` and prints a markdown table. `--existing` runs nothing and
+analyses the MuSiQue dev run already in `--out` (e.g. a trained atom policy's, from `agentic eval compare`).
 """
 
 from __future__ import annotations
@@ -113,8 +115,13 @@ def main() -> None:
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--limit", type=int, default=150)
     p.add_argument("--out", type=Path, default=Path("runs/atom/musique-dev"))
+    p.add_argument("--existing", action="store_true", help="analyse the eval run in --out; run nothing")
     args = p.parse_args()
-    run_eval(args)
+    if args.existing:
+        if not (args.out / "rollouts.jsonl").is_file():
+            raise SystemExit(f"--existing: no {args.out / 'rollouts.jsonl'}; pass an eval run folder of MuSiQue dev")
+    else:
+        run_eval(args)
     out = analyse(args)
     (args.out / "atr.json").write_text(json.dumps(out, indent=2))
     print("| RRM | trajectories scored | of them F1 > 0 | no scored atom | mean ATR | Spearman rho (ATR, F1) "

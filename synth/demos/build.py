@@ -112,7 +112,11 @@ def _ordered(plan: GoldPlan, order: str) -> tuple[Hop, ...]:
 
 def script(plan: GoldPlan, hops: Sequence[Hop], wording: str, *, end_of_turn: str = "",
            dialect: str = "search_o1") -> list[str]:
-    """The scripted assistant turns: one per search, then the answer turn."""
+    """The scripted assistant turns: one per search, then the answer turn; `atom_searcher` writes them as
+    Atom-Searcher's atomic thoughts (`atom_script`), any other dialect as plain reasoning with its search tag
+    and the answer in `\\boxed{}`."""
+    if dialect == "atom_searcher":
+        return atom_script(plan, hops, wording, end_of_turn=end_of_turn)
     tag = next(a for a in get_dialect(dialect).actions if a.tool == "search")
     turns, previous = [], None
     for hop in hops:
@@ -126,6 +130,31 @@ def script(plan: GoldPlan, hops: Sequence[Hop], wording: str, *, end_of_turn: st
 
 def _fact(hop: Hop) -> str:
     return f"From the search result: {hop.answer}." if hop.answer else f"The search result tells me about {hop.title}."
+
+
+def atom_script(plan: GoldPlan, hops: Sequence[Hop], wording: str, *, end_of_turn: str = "") -> list[str]:
+    """The turns in Atom-Searcher's format (the `atom_searcher` dialect pre-fills each turn's `<think>`): a
+    `<PLAN>` atom naming the hop to find, then `</think>` and the hop's query as a JSON `web_search` call; after
+    each result a `<VERIFICATION>` atom stating the hop's answer the result showed (`<OBSERVATION>` of the page
+    when the hop has no answer of its own); last `<answer>gold</answer>`. Each atom is one the offline RRM scores
+    1 on a grounded demonstration (`train.rewards.atomic`)."""
+    turns, previous = [], None
+    for hop in hops:
+        call = json.dumps({"name": "web_search", "arguments": {"query": hop.query(wording)}}, ensure_ascii=False)
+        lead = "To answer the question" if previous is None else "Next,"
+        turns.append(f"{_atom_fact(previous)}<PLAN>{lead} I need to find out: {hop.description}.</PLAN></think>\n"
+                     f"<tool_call>{call}</tool_call>")
+        previous = hop
+    turns.append(f"{_atom_fact(previous)}</think>\n<answer>{plan.gold[0]}</answer>{end_of_turn}")
+    return turns
+
+
+def _atom_fact(hop: Hop | None) -> str:
+    if hop is None:
+        return ""
+    if hop.answer:
+        return f"<VERIFICATION>From the search result: {hop.answer}.</VERIFICATION>"
+    return f"<OBSERVATION>The search result tells me about {hop.title}.</OBSERVATION>"
 
 
 def verify_demo(traj: Trajectory, plan: GoldPlan, hops: Sequence[Hop], wording: str,

@@ -109,7 +109,8 @@ async def plain_demo(ex: Mapping[str, Any], vocab: Vocab, options: Mapping[str, 
     if retriever is None:
         return None, "no_plan:no_paragraphs"
     recording = RecordingRetriever(retriever)
-    policy = ScriptedPolicy(vocab, script(plan, plan.hops, wording, end_of_turn=vocab.end_of_turn()))
+    policy = ScriptedPolicy(vocab, script(plan, plan.hops, wording, end_of_turn=vocab.end_of_turn(),
+                                          dialect=options.get("dialect", "search_o1")))
     engine = SearchO1(policy, recording, **plain_options(**options), max_turns=len(plan.hops) + 1,
                       max_total_tokens=1 << 24, sampling=SamplingParams(max_tokens=1 << 16, temperature=0.0))
     if len(plan.hops) > engine.loop.limits.max_actions:
@@ -177,12 +178,14 @@ async def build_coa_demos(examples: Sequence[Mapping[str, Any]], vocab: Vocab, o
 
 
 def prompt_is_plain(traj: Trajectory, question: str, vocab: Vocab, options: Mapping[str, Any]) -> bool:
-    """The demonstration's prompt is exactly what the eval engine renders for its question (no extra help), in
-    the dialect `options` name."""
+    """The demonstration's prompt is exactly what the eval engine starts an episode of its question with (no
+    extra help; a dialect's pre-filled opening, Atom-Searcher's `<think>`, included), in the dialect `options`
+    name."""
     engine = SearchO1(ScriptedPolicy(vocab, []), RecordingRetriever(None), **plain_options(**options))
-    expected = vocab.render(engine.messages({"question": question}))
-    prompt = "".join(s.text for s in traj.segments if s.kind == "prompt")
-    return prompt == expected
+    def prompt_of(t: Trajectory) -> str:
+        return "".join(s.text for s in t.segments if s.kind == "prompt")
+
+    return prompt_of(traj) == prompt_of(engine.start({"question": question}).trajectory)
 
 
 def score_answer(answer: str | None, gold: Sequence[str]) -> dict[str, float]:

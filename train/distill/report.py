@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-DEMOS_TEXT = {"plain": "scripted Search-o1 demonstrations", "coa": "teacher-free Chain-of-Agents runs (afm dialect)"}
+DEMOS_TEXT = {"plain": "scripted Search-o1 demonstrations", "coa": "teacher-free Chain-of-Agents runs (afm dialect)",
+              "atom": "scripted demonstrations as Atom-Searcher's atomic thoughts (atom_searcher dialect)"}
 
 
 def _what(s: Any, summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -114,13 +115,16 @@ def write_report(s: Any, summaries: dict[str, dict[str, Any]], path: Path, *, pl
               "|---|---|---|---|---|"]
     lines += [f"| {h.get('step')} | {_num(h.get('loss'))} | {_num(h.get('learning_rate'))} | "
               f"{_num(h.get('grad_norm'))} | {_num(h.get('mean_token_accuracy'))} |" for h in hist]
+    curve = summaries.get("grpo", {}).get("curve", [])
+    atr = any("rewards/atr/mean" in c for c in curve)  # the atom dialect logs the ATR (weight 0 unless grpo_atr)
     lines += ["", "## GRPO (per step)", "",
-              "| step | reward | reward std | format | answer | EM | searched | searches | entropy | zero-std groups | loss |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| step | reward | reward std | format | answer |" + (" ATR |" if atr else "") + " EM | searched | searches | "
+              "entropy | zero-std groups | loss |", "|---|---|---|---|---|" + ("---|" if atr else "") + "---|---|---|---|---|---|"]
     answer = f"rewards/{s.answer_reward}/mean"
-    for c in summaries.get("grpo", {}).get("curve", []):
+    for c in curve:
         lines.append(f"| {c.get('step')} | {_num(c.get('reward'))} | {_num(c.get('reward_std'))} | "
-                     f"{_num(c.get('rewards/format/mean'))} | {_num(c.get(answer))} | {_num(c.get('rewards/em/mean'))} | "
+                     f"{_num(c.get('rewards/format/mean'))} | {_num(c.get(answer))} | "
+                     + (f"{_num(c.get('rewards/atr/mean'))} | " if atr else "") + f"{_num(c.get('rewards/em/mean'))} | "
                      f"{_num(c.get('diag/tool_call_rate'))} | {_num(c.get('diag/tool_calls'))} | {_num(c.get('entropy'))} | "
                      f"{_num(c.get('frac_reward_zero_std', c.get('diag/zero_std_share')))} | {_num(c.get('loss'))} |")
     images = plot(summaries, plots) if plots is not None else []

@@ -21,7 +21,10 @@ from train.rewards.atomic import (
     Atom,
     OfflineRRM,
     atomic_thought_reward,
+    atomic_thought_score,
     atomic_thoughts,
+    atr_outcome_reward,
+    gold_plans,
     score_trajectory,
 )
 from train.rewards.base import Reward, RewardInput, as_trajectory
@@ -61,10 +64,10 @@ from train.rewards.toolrl import parse_tool_calls, toolrl_correctness, toolrl_re
 
 __all__ = ["afm_answer_reward", "afm_format", "afm_queries", "afm_web_reward", "artist_format",
            "artist_tool_reward", "artist_tool_success", "as_trajectory", "Atom", "atom_searcher_reward",
-           "atomic_thought_reward", "atomic_thoughts", "completion_text", "cover_em_reward", "dialect_format",
-           "em_reward", "env_reward", "f1_reward", "judge_reward", "LLMRRM", "math_reward", "metric_reward",
-           "OfflineRRM", "otc_ppo_reward", "otc_productivity", "otc_reward", "parse_tool_calls",
-           "planner_r1_reward", "process_weight", "r1_searcher_format", "r1_searcher_reward",
-           "r1_searcher_stage", "repeated_query", "Reward", "RewardInput", "score_trajectory", "tag_sequence",
-           "toolrl_correctness", "tool_call_bonus", "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward",
-           "verl_compute_score"]
+           "atomic_thought_reward", "atomic_thought_score", "atomic_thoughts", "atr_outcome_reward",
+           "completion_text", "cover_em_reward", "dialect_format", "em_reward", "env_reward", "f1_reward",
+           "gold_plans", "judge_reward", "LLMRRM", "math_reward", "metric_reward", "OfflineRRM", "otc_ppo_reward",
+           "otc_productivity", "otc_reward", "parse_tool_calls", "planner_r1_reward", "process_weight",
+           "r1_searcher_format", "r1_searcher_reward", "r1_searcher_stage", "repeated_query", "Reward",
+           "RewardInput", "score_trajectory", "tag_sequence", "toolrl_correctness", "tool_call_bonus",
+           "toolrl_format", "toolrl_reward", "torl_reward", "trl_reward", "verl_compute_score"]

@@ -7,7 +7,9 @@
 TRL calls `fn(completions, **kw)` with `prompts`, `completion_ids`, the dataset columns and every extra key
 our `rollout_func` returned, each a list with one entry per completion. We read the gold answer from the
 first of `gold`, `answer`, `ground_truth`, `solution`, `golden_answers`; the question from `question`
-(else `prompts` when they are strings); the trajectory from `trajectory` (JSON string, dict or Trajectory).
+(else `prompts` when they are strings); the trajectory from `trajectory` (JSON string, dict or Trajectory);
+`extra["step"]` is TRL's `trainer_state.global_step` (the optimizer step the rollouts were generated at: what
+step-scheduled rewards read).
 Conversational completions (lists of messages) are scored on their last assistant message.
 verl calls `compute_score(data_source=, solution_str=, ground_truth=, extra_info=, **kw)` (keywords; its
 reward managers add e.g. `reward_router_address`); `extra_info` may carry `question` and `trajectory`. The
@@ -54,9 +56,11 @@ def trl_reward(fn: Reward, *, name: str | None = None, **options: Any):
             question = _column(kw, ("question",), i)
             if question is None and prompts is not None and isinstance(prompts[i], str):
                 question = prompts[i]
+            extra = {k: v[i] for k, v in kw.items() if isinstance(v, (list, tuple)) and len(v) > i}
+            if kw.get("trainer_state") is not None:
+                extra["step"] = int(kw["trainer_state"].global_step)
             inp = RewardInput(completion_text(c), gold=_column(kw, GOLD_KEYS, i), question=question,
-                              trajectory=as_trajectory(_column(kw, ("trajectory",), i)),
-                              extra={k: v[i] for k, v in kw.items() if isinstance(v, (list, tuple)) and len(v) > i})
+                              trajectory=as_trajectory(_column(kw, ("trajectory",), i)), extra=extra)
             out.append(float(fn(inp, **options)))
         return out
 

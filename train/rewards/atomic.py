@@ -7,6 +7,7 @@ Reward (ATR).
     atr = atomic_thought_reward(atoms)                  # mean of the scored atoms; None when none was scored
     reward = atom_searcher_reward(f1, atr, step=t, total_steps=T)   # λ(t)·ATR + (1 − λ(t))·F1 (schedules.py)
     score_trajectory(traj, rrm)                         # atoms kept on their model segments, rewards["atr"]
+    trl_reward(atr_outcome_reward, plans=plans, total_steps=T)  # GRPO: the schedule, step from TRL's trainer state
 
 **Atoms.** The model chooses its own upper-case tags inside `<think>` (`<PLAN>`, `<OBSERVATION>`,
 `<HYPOTHESIS_TESTING>`, `<REFLECTION>`, `<VERIFICATION>`, `<RISK_ANALYSIS>`, ...): every `<NAME>…</NAME>` span of
@@ -25,7 +26,14 @@ far contains its answer. Rules, each 1 or 0:
   passage that holds the hop's answer);
 - `REFLECTION`: follows a search that resolved no new hop (a reflection where a search missed);
 - `THINK` (the ablation): the mean of the plan rule and the verification rule over the whole block.
-Other tags are left unscored (None) for an LLM RRM to judge. **LLM RRM**: any judge with `score(question,
+Other tags are left unscored (None) for an LLM RRM to judge.
+
+**As a training reward** (`atr_outcome_reward`): the outcome (F1 by default, `train.rewards.outcome`) and the
+offline RRM's ATR of the completion (the trajectory's text, tool responses included, so a hop counts as
+resolved once a result showed it), mixed by `atom_searcher_reward` at the optimizer step the rollout was
+generated at (`RewardInput.extra["step"]`, which `trl_reward` takes from TRL's trainer state) over
+`total_steps`; a completion with no scored atom, or a question without a gold plan in `plans` (normalised
+question -> GoldPlan), gets process reward 0. `atomic_thought_score` is the ATR alone (logged at weight 0). **LLM RRM**: any judge with `score(question,
 prediction, reference) -> Verdict` (e.g. `RubricJudge`, 1–10 mapped to [0, 1]) rates each atom with the question,
 the atom's tag and the trajectory so far.
 """
@@ -33,7 +41,7 @@ the atom's tag and the trajectory so far.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -218,4 +226,40 @@ def score_trajectory(traj: Trajectory, atoms: Sequence[Atom]) -> float | None:
     return atr
 
 
-__all__ = ["Atom", "LLMRRM", "OfflineRRM", "atomic_thought_reward", "atomic_thoughts", "score_trajectory"]
+def atomic_thought_score(inp: Any, *, plans: Mapping[str, GoldPlan], whole_think: bool = False) -> float:
+    """The offline RRM's ATR of a completion against its question's gold plan (0.0 without a plan or a scored
+    atom): see the module docstring."""
+    plan = plans.get(normalize_answer(inp.question or ""))
+    if plan is None:
+        return 0.0
+    text = inp.trajectory.completion_text if inp.trajectory is not None else inp.completion
+    return atomic_thought_reward(OfflineRRM(plan, whole_think=whole_think).score(text)) or 0.0
+
+
+def atr_outcome_reward(inp: Any, *, plans: Mapping[str, GoldPlan], total_steps: int, whole_think: bool = False,
+                       answer: str = "f1", answer_format: str | None = "answer_tag", start: float = 0.5) -> float:
+    """Atom-Searcher's reward: λ(t)·ATR + (1 − λ(t))·outcome, λ decaying linearly from `start` at step 0 to 0 at
+    `total_steps` (the step from `inp.extra["step"]`; see the module docstring)."""
+    from train.rewards import outcome
+    from train.rewards.schedules import atom_searcher_reward
+
+    result = getattr(outcome, f"{answer}_reward")(inp, answer_format=answer_format)
+    process = atomic_thought_score(inp, plans=plans, whole_think=whole_think)
+    return atom_searcher_reward(result, process, step=int(inp.extra.get("step", 0)), total_steps=total_steps,
+                                start=start)
+
+
+def gold_plans(examples: Sequence[Mapping[str, Any]]) -> dict[str, GoldPlan]:
+    """Normalised question -> gold plan, for the examples that have one (`synth.demos.gold_plan`)."""
+    from synth.demos.plans import gold_plan
+
+    out = {}
+    for ex in examples:
+        plan, _ = gold_plan(ex)
+        if plan is not None:
+            out[normalize_answer(plan.question)] = plan
+    return out
+
+
+__all__ = ["Atom", "LLMRRM", "OfflineRRM", "atomic_thought_reward", "atomic_thought_score", "atomic_thoughts",
+           "atr_outcome_reward", "gold_plans", "score_trajectory"]

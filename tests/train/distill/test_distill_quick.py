@@ -62,3 +62,19 @@ def test_quick_recipe_runs_every_stage_and_resumes(tmp_path):
     skipped = [x for x in again if "skipped" in x]
     assert len(skipped) == len(STAGES) - 1  # the report is rewritten
     assert (out / "sft" / "model" / "model.safetensors").stat().st_mtime == mtime
+
+
+@pytest.mark.slow
+def test_quick_atom_recipe_trains_grpo_on_the_atr_schedule(tmp_path):
+    """`demos=atom grpo_atr=atoms`: the policy is trained on atomic-thought demonstrations and its GRPO step's
+    reward is format + λ(0)·ATR + (1 − λ(0))·F1 with λ(0) = 0.5 (the ATR and F1 logged alone at weight 0)."""
+    s = DistillSettings(quick=True, out=str(tmp_path / "d"), demos="atom", grpo_atr="atoms", expert_questions=0)
+    if not Path(s.data_dir).is_dir():
+        pytest.skip("shared multihop data not present")
+    result = run_distill(s)
+    assert result["filter"]["rows"] >= 1 and result["sft"]["steps"] == 2
+    [step] = result["grpo"]["curve"]
+    mixed = 0.5 * step["rewards/atr/mean"] + 0.5 * step["rewards/f1/mean"]
+    assert step["rewards/atr_f1/mean"] == pytest.approx(mixed)
+    assert step["reward"] == pytest.approx(step["rewards/format/mean"] + step["rewards/atr_f1/mean"])
+    assert "| ATR |" in (Path(s.out) / "report.md").read_text()

@@ -206,6 +206,76 @@ def test_grpo_rewards_read_the_answer_in_the_policys_dialect():
     assert em([done], **{k: v[:1] for k, v in rows.items()}) == [1.0]
 
 
+def test_atom_demos_write_atomic_thoughts_the_offline_rrm_scores_1_and_serve_the_atom_dialect(tmp_path, vocab):
+    """`demos=atom`: verified demonstrations in Atom-Searcher's format (pre-filled <think>, a PLAN atom naming the
+    hop, a JSON web_search call, a VERIFICATION atom stating the hop's retrieved answer, <answer>), every atom
+    scored 1 by the offline RRM against the question's gold plan; kept by the filter only under the atom prompt."""
+    from agentic_infer.types import Trajectory
+    from synth.demos import gold_plan
+    from train.rewards import OfflineRRM, atomic_thought_reward
+
+    s = replace(S, demos="atom", limit=8, max_length=1024, sources=(("musique", "musique_train_100.json"),))  # longer prompt
+    data, filt = tmp_path / "data", tmp_path / "filter"
+    data.mkdir()
+    filt.mkdir()
+    summary = recipe.stage_data(s, data)
+    trajs = [Trajectory.from_json(line) for line in (data / "demos.jsonl").open()]
+    assert summary["verified"] == len(trajs) >= 2
+    examples = {ex["id"]: ex for _, group in load_train_questions(s.sources, s.data_dir, limit=8) for ex in group}
+    for t in trajs:
+        text = t.completion_text
+        assert text.startswith("<PLAN>") and '<tool_call>{"name": "web_search"' in text and "\\boxed" not in text
+        assert text.endswith(f"<answer>{t.metadata['gold'][0]}</answer>{vocab.end_of_turn()}") and t.rewards["em"] == 1.0
+        plan, _ = gold_plan(examples[t.group_id])
+        atoms = OfflineRRM(plan).score(text)
+        assert {a.tag for a in atoms} == {"PLAN", "ACTION", "VERIFICATION"}
+        assert atomic_thought_reward(atoms) == 1.0, [(a.tag, a.why) for a in atoms if a.score != 1.0]
+        assert "<think>" in "".join(x.text for x in t.segments if x.kind == "prompt")  # the dialect's pre-fill
+    t = trajs[0]
+    assert prompt_is_plain(t, t.metadata["question"], vocab, s.engine_options)
+    assert not prompt_is_plain(t, t.metadata["question"], vocab, S.engine_options)
+    out = recipe.stage_filter(s, filt, data)
+    assert out["rows"] >= 1 and out["dropped"]["not_plain_prompt"] == 0
+
+
+def test_grpo_atr_mixes_the_rrm_score_into_the_answer_reward_under_the_decaying_schedule():
+    """`grpo_atr=atoms`: the answer term is λ(t)·ATR + (1 − λ(t))·F1 with λ = 0.5·(1 − t/T), t the trainer's step;
+    `whole_think` scores each <think> as one atom; the F1 and ATR are logged alone beside it (weight 0)."""
+    from types import SimpleNamespace
+
+    from synth.demos import gold_plan
+    from train.rewards import gold_plans
+
+    (_, examples), = load_train_questions([("musique", "musique_train_100.json")], S.data_dir, limit=1)
+    plan, _ = gold_plan(examples[0])
+    hop = plan.hops[0]
+    # a good plan (names hop 1's entity), an off-target search, then a wrong answer: F1 0
+    good_plan = (f"<PLAN>Find out about {hop.title}.</PLAN><REFLECTION>Nothing yet.</REFLECTION></think>\n"
+                 '<tool_call>{"name": "web_search", "arguments": {"query": "weather today"}}</tool_call>'
+                 "\n<tool_response>\nnothing\n</tool_response>\n<think></think>\n<answer>zzz</answer>")
+    plans = gold_plans(examples)
+    rows = {"answer": [list(plan.gold)], "question": [examples[0]["question"]]}
+    fmt, mixed = recipe.grpo_rewards("f1", dialect="atom_searcher", atr="atoms", plans=plans, total_steps=4)
+    # atoms: PLAN 1 (names the hop), REFLECTION 0 (no search before it), ACTION 0 (off target): ATR = 1/3
+    at = {t: mixed([good_plan], trainer_state=SimpleNamespace(global_step=t), **rows)[0] for t in (0, 2, 4)}
+    assert at == pytest.approx({0: 0.5 * (1 / 3), 2: 0.25 * (1 / 3), 4: 0.0})
+    _, whole = recipe.grpo_rewards("f1", dialect="atom_searcher", atr="whole_think", plans=plans, total_steps=4)
+    # one THINK atom per <think> block: the first (plan rule 1, no cited answer 0) 0.5, the empty one 0; and the
+    # ACTION 0: ATR 1/6
+    assert whole([good_plan], trainer_state=SimpleNamespace(global_step=0), **rows) == pytest.approx([0.5 / 6])
+    right = good_plan.replace("zzz", plan.gold[0])
+    assert mixed([right], trainer_state=SimpleNamespace(global_step=4), **rows) == [1.0]  # λ = 0: F1 alone
+    em, f1, atr = recipe.grpo_monitors("f1", "atom_searcher", atr="atoms", plans=plans)
+    assert [m.__name__ for m in (em, f1, atr)] == ["em", "f1", "atr"]
+    assert atr([good_plan], **rows) == pytest.approx([1 / 3]) and f1([right], **rows) == [1.0]
+    assert [m.__name__ for m in recipe.grpo_monitors("f1", "atom_searcher", plans=plans)] == ["em", "atr"]
+    assert mixed([good_plan], answer=rows["answer"], question=["a question without a plan"]) == [0.0]
+    with pytest.raises(ConfigError, match="grpo_atr='yes'"):
+        DistillSettings(grpo_atr="yes")
+    assert stage_hashes(S)["grpo"] != stage_hashes(replace(S, grpo_atr="atoms"))["grpo"]
+    assert stage_hashes(S)["sft"] == stage_hashes(replace(S, grpo_atr="atoms"))["sft"]
+
+
 @pytest.mark.filterwarnings("ignore")
 def test_expert_iteration_samples_the_sft_policy_and_trains_on_its_correct_rollouts(tmp_path, vocab, hf_smollm2,
                                                                                    monkeypatch):
